@@ -147,7 +147,28 @@ class Activation:
 
 
 def _has_singular_part(expr: sp.Expr) -> bool:
-    return expr.has(sp.DiracDelta) or expr.has(sp.Derivative) or expr.has(sp.Subs)
+    """True when ``expr`` (a derivative) carries a Dirac mass that does not vanish.
+
+    A term c(x) DiracDelta(u(x)) is null when c vanishes at every real root of
+    u (e.g. x*DiracDelta(x) in the second derivative of x*|x|).
+    """
+    if expr.has(sp.Derivative) or expr.has(sp.Subs):
+        return True
+    for term in sp.Add.make_args(sp.expand(expr)):
+        deltas = term.atoms(sp.DiracDelta)
+        if not deltas:
+            continue
+        if len(deltas) > 1 or any(len(d.args) > 1 for d in deltas):
+            return True
+        delta = next(iter(deltas))
+        coeff = sp.simplify(term / delta)
+        try:
+            roots = sp.solve(delta.args[0], X)
+        except NotImplementedError:
+            return True
+        if coeff.has(sp.DiracDelta) or any(sp.simplify(coeff.subs(X, r)) != 0 for r in roots):
+            return True
+    return False
 
 
 def _is_c2(expr: sp.Expr) -> bool:

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import sympy as sp
 
-from .errors import DivergenceError
+from .errors import ConvergenceError, DivergenceError
 
 SQRT2PI = sp.sqrt(2 * sp.pi)
 
@@ -47,6 +47,7 @@ def _Phi(t):
 
 def incomplete_moment(n: int, a, b):
     """Exact ``int_a^b x^n phi(x) dx`` (a, b may be +-oo), phi the N(0,1) density."""
+    a, b = sp.S(a), sp.S(b)
     if n == 0:
         return _Phi(b) - _Phi(a)
     if n == 1:
@@ -217,14 +218,22 @@ def expect_numeric(func_mp, *, dps: int = 30, breakpoints=(), extra_dps: int = 1
                                      error=True)
             return value, err
 
+    import mpmath as _m
+    with _m.workdps(dps):
+        # a Gaussian expectation is finite only if f(t) phi(t) decays in both tails
+        for sign in (-1, 1):
+            near = abs(func_mp(sign * _m.mpf(30))) * _m.npdf(30)
+            far = abs(func_mp(sign * _m.mpf(60))) * _m.npdf(60)
+            if not (_m.isfinite(near) and _m.isfinite(far)) or (far > 1e-100 and far >= near):
+                raise DivergenceError("Gaussian expectation diverges: f(t) phi(t) does not decay "
+                                      f"as t -> {'+' if sign > 0 else '-'}inf")
     v1, e1 = at(dps)
     v2, e2 = at(dps + extra_dps)
-    import mpmath as _m
     if not (_m.isfinite(v1) and _m.isfinite(v2)):
         raise DivergenceError("Gaussian expectation is not finite")
     scale = max(abs(v2), _m.mpf(1))
     error = max(abs(v2 - v1), e2, _m.mpf(10) ** (-dps) * scale)
-    if error > 1e-3 * scale and error > abs(v2):
-        raise DivergenceError(
+    if error > _m.mpf(10) ** (-dps // 3) * scale:
+        raise ConvergenceError(
             f"Gaussian expectation did not converge (estimate {_m.nstr(v2, 6)} +- {_m.nstr(error, 2)})")
     return NumericExpectation(v2, error, dps, tuple(sorted(set(breakpoints))))

@@ -1,0 +1,183 @@
+"""Command-line interface of thresholds (installed as the ``thresholds`` command).
+
+Each command parses its options, calls one library function, and renders the
+result with the shared rich console (or prints one JSON object with
+``--json``).  Heavy imports happen inside the commands.  Every user error
+goes through :func:`abort`: a one-line message on stderr and a non-zero exit
+code (2 for bad input, 3 for numerical failures), never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+def abort(message: str, code: int = 2):
+    """Print a one-line error and exit with ``code``."""
+    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    sys.exit(code)
+
+
+def _json_default(obj):
+    if isinstance(obj, float) and math.isinf(obj):
+        return "inf"
+    return str(obj)
+
+
+def emit_json(payload: dict):
+    click.echo(json.dumps(payload, indent=2, default=_json_default))
+
+
+class _Group(click.Group):
+    """Turns the project's errors (and any unexpected one) into abort()."""
+
+    def invoke(self, ctx):
+        from thresholds.errors import ThresholdsError
+        try:
+            return super().invoke(ctx)
+        except ThresholdsError as exc:
+            abort(str(exc), exc.exit_code)
+        except (click.exceptions.Exit, click.ClickException, click.exceptions.Abort, SystemExit):
+            raise
+        except KeyboardInterrupt:
+            abort("interrupted", 130)
+        except Exception as exc:  # noqa: BLE001 - last-resort one-line report
+            abort(f"internal error ({type(exc).__name__}): {exc}", 1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="thresholds")
+def main():
+    """Sample-complexity thresholds for learning multi-index targets.
+
+    delta_alg: optimal spectral / first-order threshold of the hard
+    directions.  delta_NN: threshold of a two-layer network trained by GD.
+    Activations and links are catalogue names (see `thresholds catalog`) or
+    expressions such as "x*erf(x)" or "z1**2 - z2 + 0.5*eps".
+    """
+
+
+@main.command("catalog")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def catalog_cmd(as_json):
+    """List the catalogue of activations and links."""
+    from thresholds.catalog import _load, get_activation, get_link
+
+    acts = {n: get_activation(n) for n in _load("activations")}
+    links = {n: get_link(n) for n in _load("links")}
+    if as_json:
+        emit_json({
+            "activations": {n: {"expr": str(a.expr), "description": a.description, "smooth": a.smooth}
+                            for n, a in acts.items()},
+            "links": {n: {"expr": str(l.expr), "description": l.description, "k": l.k,
+                          "noise": l.noise is not None} for n, l in links.items()},
+        })
+        return
+    table = Table(title="Activations sigma(x)")
+    for col in ("name", "expression", "C^2", "description"):
+        table.add_column(col)
+    for n, a in acts.items():
+        table.add_row(n, str(a.expr), "yes" if a.smooth else "no", a.description)
+    console.print(table)
+    table = Table(title="Links y = h(z, eps)")
+    for col in ("name", "expression", "k", "noise", "description"):
+        table.add_column(col)
+    for n, l in links.items():
+        table.add_row(n, str(l.expr), str(l.k), "yes" if l.noise is not None else "no", l.description)
+    console.print(table)
+
+
+@main.command("hermite")
+@click.option("--activation", "-a", help="Activation: catalogue name or expression in x.")
+@click.option("--link", "-l", help="Link: catalogue name or expression in z / z1..zk / eps.")
+@click.option("--order", "-n", default=8, show_default=True, type=click.IntRange(0, 30),
+              help="Highest Hermite order.")
+@click.option("--dps", default=30, show_default=True, type=click.IntRange(15, 200),
+              help="Decimal digits for numerical quadrature.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def hermite_cmd(activation, link, order, dps, as_json):
+    """Hermite coefficients c_k = E[f(G) He_k(G)]/k! (probabilists' He_k)."""
+    from thresholds.hermite import activation_hermite, information_exponent, link_hermite
+
+    if (activation is None) == (link is None):
+        abort("give exactly one of --activation or --link", 2)
+    if activation is not None:
+        series = {"x": activation_hermite(activation, order, dps=dps)}
+        subject, info = {"activation": activation}, {}
+    else:
+        series = link_hermite(link, order, dps=dps)
+        subject = {"link": link}
+        info = {"information_exponent": information_exponent(link, max_order=max(order, 1))}
+    if as_json:
+        emit_json({**subject, "order": order, "convention": "c_k = E[f(G) He_k(G)]/k!, probabilists' He_k",
+                   **info, "coefficients": {v: [c.to_json() for c in cs] for v, cs in series.items()}})
+        return
+    from thresholds.numbers import format_with_error
+    for var, coeffs in series.items():
+        from rich.markup import escape
+        table = Table(title=escape(f"Hermite coefficients of {next(iter(subject.values()))} along {var} "
+                                   "(c_k = E[f He_k]/k!, probabilists')"))
+        for col in ("k", "c_k", "exact", "method"):
+            table.add_column(col)
+        for c in coeffs:
+            shown = f"{c.value:.16g}" if c.exact is not None else format_with_error(c.value, c.error)
+            table.add_row(str(c.k), shown, c.exact or "", c.method)
+        console.print(table)
+    if info:
+        ie = info["information_exponent"]
+        console.print(f"information exponent: {ie if ie is not None else f'> {max(order, 1)}'}")
+
+
+@main.command("alg")
+@click.option("--link", "-l", required=True, help="Link: catalogue name or expression.")
+@click.option("--dps", default=30, show_default=True, type=click.IntRange(15, 200),
+              help="Decimal digits (noiseless single-index links).")
+@click.option("--max-order", default=4, show_default=True, type=click.IntRange(2, 8),
+              help="Highest order tried for the generative exponent.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def alg_cmd(link, dps, max_order, as_json):
+    """delta_alg: optimal spectral threshold of the hard directions of a link."""
+    from thresholds.alg import delta_alg
+    from thresholds.numbers import format_with_error
+
+    res = delta_alg(link, dps=dps, max_order=max_order)
+    if as_json:
+        emit_json(res.to_json())
+        return
+    from rich.markup import escape
+    table = Table(title=escape(f"delta_alg for y = {res.expr}"), show_header=False)
+    table.add_column("quantity")
+    table.add_column("value")
+    table.add_row("latent dimension k", str(res.k) + (" (+ noise eps)" if res.noise else ""))
+    table.add_row("easy dimension", str(res.easy_dim))
+    table.add_row("hard dimension", str(res.hard_dim))
+    if res.easy_basis:
+        table.add_row("easy directions", "; ".join(str(v) for v in res.easy_basis))
+    if res.hard_basis:
+        table.add_row("hard directions", "; ".join(str(v) for v in res.hard_basis))
+    gen = res.generative_exponent
+    table.add_row("generative exponent", str(gen) if gen is not None else f"> {res.max_order}")
+    if res.hard_dim and not math.isnan(res.lambda_max):
+        table.add_row("lambda_max(F)", format_with_error(res.lambda_max, res.lambda_error))
+    if res.hard_dim == 0:
+        shown = "0 (no hard direction: every direction is learned at any delta > 0)"
+    elif math.isinf(res.delta_alg):
+        shown = "inf (F = 0: no proportional sample size suffices)"
+    else:
+        shown = format_with_error(res.delta_alg, res.error)
+    table.add_row("delta_alg = n/d", shown)
+    table.add_row("method", res.method)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

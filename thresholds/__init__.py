@@ -1,0 +1,34 @@
+"""thresholds: sample-complexity thresholds for multi-index targets.
+
+Public surface (one concept per module):
+
+* :func:`get_activation`, :func:`get_link` - catalogue / expression lookup (``catalog``)
+* :func:`parse_expression` - whitelist parser (``expr``)
+* :func:`expect_exact`, :func:`expect_numeric` - Gaussian expectations (``gaussian``)
+* :func:`activation_hermite`, :func:`link_hermite`, :func:`information_exponent`,
+  :func:`hermite_coefficients` - probabilists' Hermite expansions (``hermite``)
+* :func:`delta_alg` - easy/hard split and optimal spectral threshold (``alg``)
+* :class:`InverseBranches` (``branches``), :class:`LevelSetGram` (``levelset``) -
+  conditional moments on level sets of a link
+* errors: :class:`ThresholdsError` and subclasses (``errors``)
+"""
+
+from .alg import AlgResult, delta_alg
+from .branches import InverseBranches
+from .catalog import Activation, Link, activation_names, get_activation, get_link, link_names
+from .errors import (CatalogError, ConvergenceError, DivergenceError, ExpressionError,
+                     NotDifferentiableError, ThresholdsError, UnsupportedError)
+from .expr import parse_expression
+from .gaussian import expect_exact, expect_numeric
+from .hermite import (HermiteCoefficient, activation_hermite, hermite_coefficients,
+                      information_exponent, link_hermite)
+from .levelset import LevelSetGram
+
+__all__ = [
+    "Activation", "AlgResult", "CatalogError", "ConvergenceError", "DivergenceError",
+    "ExpressionError", "HermiteCoefficient", "InverseBranches", "LevelSetGram", "Link",
+    "NotDifferentiableError", "ThresholdsError", "UnsupportedError", "activation_hermite",
+    "activation_names", "delta_alg", "expect_exact", "expect_numeric", "get_activation",
+    "get_link", "hermite_coefficients", "information_exponent", "link_hermite", "link_names",
+    "parse_expression",
+]
