@@ -1,0 +1,33 @@
+"""Speed benchmarks of the foundation issue (pytest-benchmark, not timed unit tests).
+
+Goals on the 2-core CI machine:
+* single-index delta_alg to 12 digits (phase retrieval): under 2 s;
+* two-index delta_alg (y = z1 z2): under 30 s.
+
+Run:  python -m pytest validation/bench_alg.py --benchmark-only -p no:cacheprovider
+"""
+
+import pytest
+
+from thresholds.alg import delta_alg
+
+
+def test_single_index_phase_retrieval(benchmark):
+    res = benchmark.pedantic(delta_alg, args=("phase_retrieval",), kwargs={"dps": 20},
+                             rounds=3, iterations=1)
+    assert abs(res.delta_alg - 0.5) < 1e-12 and res.error < 1e-12
+
+
+def test_single_index_abs(benchmark):
+    res = benchmark.pedantic(delta_alg, args=("abs",), kwargs={"dps": 20}, rounds=3, iterations=1)
+    assert abs(res.delta_alg - 0.5) < 1e-12
+
+
+def test_two_index_product(benchmark):
+    res = benchmark.pedantic(delta_alg, args=("product",), rounds=1, iterations=1)
+    assert res.error < 1e-6
+
+
+def test_two_index_mixed(benchmark):
+    res = benchmark.pedantic(delta_alg, args=("mixed",), rounds=1, iterations=1)
+    assert abs(res.delta_alg - 0.5) < 1e-6
