@@ -209,6 +209,88 @@ class InverseBranches:
                     Q_err[a, b] = abs(Q2[a, b] - Q1[a, b]) + e2[a * p + b] + mpmath.mpf(10) ** (-dps)
         return Q2, L2, Q_err, L_err
 
+    def branch_sums(self, y, fmp):
+        """[N_1(y), N_A1(y), ...]: sums over inverse branches of A(z_j) phi(z_j)/|h'(z_j)|
+        (call inside ``workdps`` after :meth:`_prepare`)."""
+        out = [mpmath.mpf(0)] * (len(fmp) + 1)
+        for seg in self.segments:
+            if not (seg.y_lo < y < seg.y_hi):
+                continue
+            zj = self._invert(seg, y)
+            if zj is None:
+                continue
+            w = mpmath.npdf(zj) / abs(seg.dfn(zj))
+            out[0] += w
+            for a, f in enumerate(fmp, start=1):
+                out[a] += f(zj) * w
+        return out
+
+    def cells(self):
+        """Consecutive y-intervals on which the set of branches is fixed (inside ``workdps``)."""
+        cuts = sorted({v for seg in self.segments for v in (seg.y_lo, seg.y_hi)})
+        return list(zip(cuts[:-1], cuts[1:]))
+
+    def atom_moments(self, funcs, dps):
+        """[(value, mass, [E[A 1{atom}] for A in funcs])] with exact interval moments."""
+        out = []
+        for atom in self.atoms:
+            mass = mpmath.mpf(sp.N(sum(incomplete_moment(0, a, b) for a, b in atom.intervals), dps + 5))
+            if mass == 0:
+                continue
+            moms = []
+            for f in funcs:
+                fexp = sp.expand(f)
+                if not fexp.is_polynomial(self.z):
+                    raise UnsupportedError("atom moments need polynomial functions of z")
+                tot = sum(c * incomplete_moment(m, a, b) for (m,), c in sp.Poly(fexp, self.z).terms()
+                          for a, b in atom.intervals)
+                moms.append(mpmath.mpf(sp.N(tot, dps + 5)))
+            out.append((mpmath.mpf(sp.N(atom.value, dps + 5)), mass, moms))
+        return out
+
+    def y_nodes(self, funcs, *, level: int = 6, dps: int = 20):
+        """Quadrature nodes of the law of y with the conditional sums at each node.
+
+        Returns (y, weight, N) lists: for continuous cells, double-exponential
+        nodes (:func:`thresholds.quadrature.mp_rule`) with weight = rule weight
+        and N = [N_1, N_A1, ...] (so E[F(y) A] ~ sum weight * F(y) * N_A);
+        infinite cells are cut where the Gaussian weight of every branch is
+        below 10**-(dps+5).  Atoms come last with weight 1 and N = [mass, moments].
+        """
+        from .quadrature import mp_rule
+        with mpmath.workdps(dps):
+            self._prepare()
+            fmp = [lambdify_mpmath([self.z], f) for f in funcs]
+            z_far = mpmath.sqrt(2 * (dps + 5) * mpmath.log(10)) + 1
+            ys, ws, Ns = [], [], []
+            for lo, hi in self.cells():
+                lo, hi = self._finite_end(lo, z_far), self._finite_end(hi, z_far)
+                if not lo < hi:
+                    continue
+                for y, w in zip(*mp_rule(lo, hi, level)):
+                    n = self.branch_sums(y, fmp)
+                    if n[0] == 0:
+                        continue
+                    ys.append(y)
+                    ws.append(w)
+                    Ns.append(n)
+            for value, mass, moms in self.atom_moments(funcs, dps):
+                ys.append(value)
+                ws.append(mpmath.mpf(1))
+                Ns.append([mass] + moms)
+            return ys, ws, Ns
+
+    def _finite_end(self, end, z_far):
+        """Replace an infinite y-end by the furthest value of h reached with |z| <= z_far."""
+        if mpmath.isfinite(end):
+            return end
+        vals = []
+        for seg in self.segments:
+            for zz in (max(seg.a_mp, -z_far), min(seg.b_mp, z_far)):
+                if mpmath.isfinite(zz):
+                    vals.append(seg.fn(zz))
+        return max(vals) if end > 0 else min(vals)
+
     def _gram_at(self, funcs, dps, diagonal_only=False, linear=True):
         p = len(funcs)
         with mpmath.workdps(dps):
@@ -217,25 +299,10 @@ class InverseBranches:
             cache: dict = {}
 
             def N_at(y):
-                key = y
-                if key in cache:
-                    return cache[key]
-                out = [mpmath.mpf(0)] * (p + 1)
-                for seg in self.segments:
-                    if not (seg.y_lo < y < seg.y_hi):
-                        continue
-                    zj = self._invert(seg, y)
-                    if zj is None:
-                        continue
-                    w = mpmath.npdf(zj) / abs(seg.dfn(zj))
-                    out[0] += w
-                    for a, f in enumerate(fmp, start=1):
-                        out[a] += f(zj) * w
-                cache[key] = out
-                return out
+                if y not in cache:
+                    cache[y] = self.branch_sums(y, fmp)
+                return cache[y]
 
-            cuts = sorted({v for seg in self.segments for v in (seg.y_lo, seg.y_hi)})
-            cells = list(zip(cuts[:-1], cuts[1:]))
             Q = mpmath.matrix(p, p)
             L = [mpmath.mpf(0)] * p
             err = [mpmath.mpf(0)] * (p * p + p)
@@ -253,7 +320,7 @@ class InverseBranches:
                     return y * N_at(y)[a + 1]
                 return f
 
-            for lo, hi in cells:
+            for lo, hi in self.cells():
                 for a in range(p):
                     for b in ([a] if diagonal_only else range(a, p)):
                         v, e = mpmath.quad(term(a, b), [lo, hi], error=True)
@@ -268,23 +335,9 @@ class InverseBranches:
                 for b in range(a):
                     Q[a, b] = Q[b, a]
                     err[a * p + b] = err[b * p + a]
-            # atoms: exact interval moments of the polynomial functions
-            for atom in self.atoms:
-                mass = sum(incomplete_moment(0, a, b) for a, b in atom.intervals)
-                mass = mpmath.mpf(sp.N(mass, dps + 5))
-                if mass == 0:
-                    continue
-                moms = []
-                for f in funcs:
-                    fexp = sp.expand(f)
-                    if not fexp.is_polynomial(self.z):
-                        raise UnsupportedError("atom moments need polynomial functions of z")
-                    tot = sum(c * incomplete_moment(m, a, b) for (m,), c in sp.Poly(fexp, self.z).terms()
-                              for a, b in atom.intervals)
-                    moms.append(mpmath.mpf(sp.N(tot, dps + 5)))
-                val = mpmath.mpf(sp.N(atom.value, dps + 5))
+            for value, mass, moms in self.atom_moments(funcs, dps):
                 for a in range(p):
-                    L[a] += val * moms[a] if linear else 0
+                    L[a] += value * moms[a] if linear else 0
                     for b in ([a] if diagonal_only else range(p)):
                         Q[a, b] += moms[a] * moms[b] / mass
             for a in range(p):

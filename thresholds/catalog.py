@@ -184,20 +184,28 @@ def activation_names() -> list[str]:
     return list(_load("activations"))
 
 
-def get_activation(spec: str) -> Activation:
-    """Catalogue name or whitelisted expression in ``x`` -> :class:`Activation`."""
-    table = _load("activations")
+def _lookup(kind: str, spec, symbols: str, hint: str):
+    """(stripped spec, catalogue entry or None).  A bare identifier that is not
+    a catalogue name nor one of the allowed ``symbols`` (a regex) is an
+    unknown name: the error lists the catalogue."""
+    table = _load(kind)
+    what = kind[:-1]
     if not isinstance(spec, str) or not spec.strip():
-        raise CatalogError("activation must be a catalogue name or an expression in x")
+        raise CatalogError(f"{what} must be a catalogue name or {hint}")
     spec = spec.strip()
     if spec in table:
-        entry = table[spec]
+        return spec, table[spec]
+    if _IDENT.match(spec) and not re.fullmatch(symbols, spec):
+        raise CatalogError(f"unknown {what} {spec!r}; catalogue names: {', '.join(table)} (or give {hint})")
+    return spec, None
+
+
+def get_activation(spec: str) -> Activation:
+    """Catalogue name or whitelisted expression in ``x`` -> :class:`Activation`."""
+    spec, entry = _lookup("activations", spec, r"x", "an expression in x")
+    if entry is not None:
         expr = parse_expression(entry["expr"], ["x"])
         return Activation(spec, expr, entry.get("description", ""), bool(entry.get("smooth", True)))
-    if _IDENT.match(spec) and spec != "x":
-        raise CatalogError(
-            f"unknown activation {spec!r}; catalogue names: {', '.join(table)} "
-            "(or give an expression in x)")
     expr = parse_expression(spec, ["x"])
     if not expr.has(X):
         raise ExpressionError(f"activation {spec!r} does not depend on x")
@@ -270,15 +278,7 @@ def _make_link(name: str, text: str, description: str) -> Link:
 
 def get_link(spec: str) -> Link:
     """Catalogue name or whitelisted expression in z / z1..zk / eps -> :class:`Link`."""
-    table = _load("links")
-    if not isinstance(spec, str) or not spec.strip():
-        raise CatalogError("link must be a catalogue name or an expression in z or z1..zk")
-    spec = spec.strip()
-    if spec in table:
-        entry = table[spec]
+    spec, entry = _lookup("links", spec, r"z\d?|eps", "an expression in z, z1..zk and eps")
+    if entry is not None:
         return _make_link(spec, entry["expr"], entry.get("description", ""))
-    if _IDENT.match(spec) and not re.fullmatch(r"z\d?|eps", spec):
-        raise CatalogError(
-            f"unknown link {spec!r}; catalogue names: {', '.join(table)} "
-            "(or give an expression in z, z1..zk and eps)")
     return _make_link(spec, spec, "user expression")
