@@ -179,5 +179,88 @@ def alg_cmd(link, dps, max_order, as_json):
     console.print(table)
 
 
+def _positive(ctx, param, value):
+    if value is not None and not value > 0:
+        raise click.BadParameter("must be > 0")
+    return value
+
+
+@main.command("spectral")
+@click.option("--link", "-l", required=True, help="Link: catalogue name or expression.")
+@click.option("--preprocessing", "-p", default="optimal", show_default=True,
+              help="T(y): 'optimal' (1 - 1/E[g^2|y]), 'mm' (Mondelli-Montanari), or an expression in y "
+                   "(and delta).")
+@click.option("--delta", "-d", type=float, callback=_positive,
+              help="n/d. With it: bulk edges and outliers; without: the threshold delta_T.")
+@click.option("--level", default=6, show_default=True, type=click.IntRange(3, 9),
+              help="Quadrature level of the law of y (the error compares it with level+1).")
+@click.option("--dps", default=20, show_default=True, type=click.IntRange(15, 100),
+              help="Decimal digits of the mpmath law (noiseless single-index links).")
+@click.option("--search-max", default=1000.0, show_default=True, type=float,
+              help="Largest delta searched for delta_T.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="With --delta: save the bulk density and outliers as a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, as_json):
+    """Spectrum of the estimator (1/n) sum_i T(y_i) x_i x_i^T: bulk, outliers, delta_T."""
+    from rich.markup import escape
+
+    from thresholds.numbers import format_with_error
+    from thresholds.spectral import spectral
+
+    if plot_path and delta is None:
+        abort("--plot needs --delta", 2)
+    res = spectral(link, preprocessing, delta, level=level, dps=dps, search_max=search_max)
+    if plot_path:
+        import numpy as np
+
+        from thresholds.plots import spectrum_figure
+        from thresholds.spectral import spectral_density
+        left, right = res.bulk_edges
+        zs = [o["z"] for o in res.outliers]
+        scale = max(1.0, abs(right) if math.isfinite(right) else 1.0)
+        lo = left if math.isfinite(left) else (right - 6 * scale if math.isfinite(right) else -6.0)
+        hi = right if math.isfinite(right) else lo + 12 * scale
+        pad = 0.15 * (hi - lo)
+        xs = np.linspace(min([lo - pad] + zs), max([hi + pad] + [z + pad for z in zs]), 1500)
+        rho = spectral_density(link, preprocessing, delta, xs, level=level, dps=dps)
+        spectrum_figure(plot_path, xs, rho, zs, res.bulk_edges,
+                        title=f"{link}, T = {preprocessing}, delta = {delta:g}")
+    if as_json:
+        emit_json(res.to_json())
+        return
+    table = Table(title=escape(f"spectral estimator T(y) = {preprocessing} for {link}"), show_header=False)
+    table.add_column("quantity")
+    table.add_column("value")
+    if delta is not None:
+        table.add_row("delta", f"{delta:g}")
+        for name, z, e, kind in zip(("left edge", "right edge"), res.bulk_edges, res.bulk_edges_error,
+                                    res.edge_kinds):
+            shown = format_with_error(z, e) if math.isfinite(z) else f"{z} (G unbounded: no edge)"
+            table.add_row(name, shown + ("" if kind in ("root", "none") else f" [{kind}]"))
+        if not res.outliers:
+            table.add_row("outliers", "none")
+        for i, o in enumerate(res.outliers, 1):
+            table.add_row(f"outlier {i} ({o['side']})", format_with_error(o["z"], o["z_error"]))
+            table.add_row(f"  overlap^2 with latent space", format_with_error(o["overlap2"], o["overlap2_error"]))
+    else:
+        t = res.delta_T
+        if t["delta_T"] == "inf":
+            shown = f"inf (no outlier above the bulk for delta <= {t['search_max']:g})"
+        elif t["delta_T_below_range"]:
+            shown = f"<= {t['search_min']:g}"
+        else:
+            shown = format_with_error(t["delta_T"], t["delta_T_error"])
+        table.add_row("delta_T (outlier above the bulk)", shown)
+        neg = t["delta_negative"]
+        table.add_row("negative outlier appears at", "never (searched up to "
+                      f"{t['search_max']:g})" if neg == "inf" else format_with_error(neg, t["delta_negative_error"]))
+        if "law_undefined_between" in t:
+            a, b = t["law_undefined_between"]
+            table.add_row("note", f"T has a pole inside the support of y for delta in [{a:.4g}, {b:.4g}]")
+    table.add_row("quadrature", res.setup["nodes"])
+    console.print(table)
+
+
 if __name__ == "__main__":
     main()

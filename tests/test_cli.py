@@ -59,3 +59,32 @@ def test_errors_are_one_line_with_exit_code_2(args, fragment):
     assert fragment in res.output
     assert "Traceback" not in res.output
     assert len([line for line in res.output.strip().splitlines() if line.strip()]) <= 3
+
+
+def test_spectral_threshold_json():
+    data = json.loads(run("spectral", "--link", "phase_retrieval", "--json").output)
+    assert abs(data["delta_T"] - 0.5) < 1e-8
+
+
+def test_spectral_delta_json_and_plot(tmp_path):
+    png = tmp_path / "s.png"
+    res = run("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", str(png), "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert len(data["bulk_edges"]) == 2
+    assert data["outliers"][0]["z"] == pytest.approx(0.5, abs=1e-8)
+    assert 0 < data["outliers"][0]["overlap2"] < 1
+    assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("spectral", "-l", "phase_retrieval", "-p", "y + q"), "unknown symbol 'q'"),
+    (("spectral", "-l", "phase_retrieval", "-d", "-1"), "must be > 0"),
+    (("spectral", "-l", "noisy_phase_retrieval", "-p", "1/y"), "pole"),
+    (("spectral", "-l", "phase_retrieval", "--plot", "x.png"), "--plot needs --delta"),
+])
+def test_spectral_errors(args, fragment):
+    res = run(*args)
+    assert res.exit_code != 0
+    assert fragment in res.output
+    assert "Traceback" not in res.output

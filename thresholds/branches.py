@@ -248,14 +248,15 @@ class InverseBranches:
             out.append((mpmath.mpf(sp.N(atom.value, dps + 5)), mass, moms))
         return out
 
-    def y_nodes(self, funcs, *, level: int = 6, dps: int = 20):
+    def y_nodes(self, funcs, *, level: int = 6, dps: int = 20, extra_cuts=()):
         """Quadrature nodes of the law of y with the conditional sums at each node.
 
         Returns (y, weight, N) lists: for continuous cells, double-exponential
         nodes (:func:`thresholds.quadrature.mp_rule`) with weight = rule weight
         and N = [N_1, N_A1, ...] (so E[F(y) A] ~ sum weight * F(y) * N_A);
         infinite cells are cut where the Gaussian weight of every branch is
-        below 10**-(dps+5).  Atoms come last with weight 1 and N = [mass, moments].
+        below 10**-(dps+5); cells are also cut at ``extra_cuts`` (kinks of a
+        function of y to be integrated).  Atoms come last with weight 1 and N = [mass, moments].
         """
         from .quadrature import mp_rule
         with mpmath.workdps(dps):
@@ -263,10 +264,13 @@ class InverseBranches:
             fmp = [lambdify_mpmath([self.z], f) for f in funcs]
             z_far = mpmath.sqrt(2 * (dps + 5) * mpmath.log(10)) + 1
             ys, ws, Ns = [], [], []
+            cells = []
             for lo, hi in self.cells():
                 lo, hi = self._finite_end(lo, z_far), self._finite_end(hi, z_far)
-                if not lo < hi:
-                    continue
+                inner = sorted(mpmath.mpf(c) for c in extra_cuts if lo < c < hi)
+                pts = [lo] + inner + [hi]
+                cells += [(a, b) for a, b in zip(pts[:-1], pts[1:]) if a < b]
+            for lo, hi in cells:
                 for y, w in zip(*mp_rule(lo, hi, level)):
                     n = self.branch_sums(y, fmp)
                     if n[0] == 0:

@@ -386,6 +386,25 @@ class LevelSetGram:
             err += e
         return total[: p * p].reshape(p, p), total[p * p:], err
 
+    def y_nodes(self, *, level: int = 5, extra_cuts=()):
+        """Nodes of the law of y: (y, probability, N (n, p+1)) with N = [N_1, N_A1, ...]
+        (no given variables).  Continuous y: double-exponential nodes on
+        (-inf, 0) and (0, inf); discrete y: its values."""
+        if self.given:
+            raise UnsupportedError("y-nodes are defined without conditioning variables")
+        if self.discrete:
+            N = self._N_discrete((), level)[:, :, 0]
+            keep = N[:, 0] > 0
+            return np.array(self.values)[keep], N[keep, 0] / N[keep, 0].sum(), N[keep]
+        y, w = piecewise_rule([0.0, *extra_cuts], level)
+        N = np.array([self._N_continuous(t, (), level)[:, 0] for t in y])
+        p = w * N[:, 0]
+        keep = p > 0
+        total = p[keep].sum()
+        if abs(total - 1) > 1e-6:
+            raise ConvergenceError(f"the law of y integrates to {total:.8g} instead of 1")
+        return y[keep], p[keep] / total, N[keep]
+
     def run(self, *, level: int = 5, epsrel: float = 1e-8) -> GramResult:
         Q1, L1, e1 = self._compute(level, epsrel * 100)
         Q2, L2, e2 = self._compute(level + 1, epsrel)
