@@ -8,6 +8,10 @@ Public surface (one concept per module):
 * :func:`activation_hermite`, :func:`link_hermite`, :func:`information_exponent`,
   :func:`hermite_coefficients` - probabilists' Hermite expansions (``hermite``)
 * :func:`delta_alg` - easy/hard split and optimal spectral threshold (``alg``)
+* :class:`WeightLaw`, :func:`bulk_edges`, :func:`density`, :func:`stieltjes` - generalized
+  Marchenko-Pastur equation (``stieltjes``)
+* :func:`spectrum`, :func:`spike_threshold` - outliers, overlaps, thresholds (``outlier``)
+* :func:`spectral` - preprocessed spectral estimators of a link (``spectral``)
 * :class:`InverseBranches` (``branches``), :class:`LevelSetGram` (``levelset``) -
   conditional moments on level sets of a link
 * errors: :class:`ThresholdsError` and subclasses (``errors``)
@@ -23,6 +27,9 @@ from .gaussian import expect_exact, expect_numeric
 from .hermite import (HermiteCoefficient, activation_hermite, hermite_coefficients,
                       information_exponent, link_hermite)
 from .levelset import LevelSetGram
+from .outlier import spectrum, spike_threshold
+from .spectral import spectral, spectral_density
+from .stieltjes import WeightLaw, bulk_edges, density, stieltjes
 
 __all__ = [
     "Activation", "AlgResult", "CatalogError", "ConvergenceError", "DivergenceError",
@@ -30,5 +37,6 @@ __all__ = [
     "NotDifferentiableError", "ThresholdsError", "UnsupportedError", "activation_hermite",
     "activation_names", "delta_alg", "expect_exact", "expect_numeric", "get_activation",
     "get_link", "hermite_coefficients", "information_exponent", "link_hermite", "link_names",
-    "parse_expression",
+    "parse_expression", "spectral", "spectral_density", "spectrum", "spike_threshold", "WeightLaw",
+    "bulk_edges", "density", "stieltjes",
 ]

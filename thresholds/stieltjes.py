@@ -121,12 +121,13 @@ class WeightLaw:
         """(E1, E2, S1, S2) at real alpha (float64):
         E1 = E[dG/(d+G a)], E2 = E[dG^2/(d+G a)^2], S1 = E[dG (M - I)/(d+G a)],
         S2 = E[dG^2 M/(d+G a)^2]  (d = delta, a = alpha)."""
-        ratio = _ratio(self.G, delta, alpha)
-        q1 = self.w * delta * ratio
-        q2 = q1 * ratio
-        eye = np.eye(self.r)
-        S1 = np.einsum("n,nij->ij", q1, self.M) - q1.sum() * eye
-        S2 = np.einsum("n,nij->ij", q2, self.M)
+        with np.errstate(all="ignore"):  # alpha exactly at a node's pole gives inf, handled by callers
+            ratio = _ratio(self.G, delta, alpha)
+            q1 = self.w * delta * ratio
+            q2 = q1 * ratio
+            eye = np.eye(self.r)
+            S1 = np.einsum("n,nij->ij", q1, self.M) - q1.sum() * eye
+            S2 = np.einsum("n,nij->ij", q2, self.M)
         return q1.sum(), q2.sum(), S1, S2
 
     def moments_mp(self, alpha, delta):
