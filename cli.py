@@ -262,5 +262,75 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
     console.print(table)
 
 
+@main.command("dmft")
+@click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
+@click.option("--link", "-l", required=True, help="Link (no easy direction): name or expression.")
+@click.option("--delta", "-d", required=True, type=float, help="n/d.")
+@click.option("--eta", required=True, type=float, help="Step size (mean-field scaling, m = 1).")
+@click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Number of GD steps.")
+@click.option("--rho0", default=1.0, show_default=True, type=float, help="Initialization scale ||theta^0||.")
+@click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a.")
+@click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b.")
+@click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd.")
+@click.option("--paths", default=100_000, show_default=True, type=click.IntRange(2, 10**8),
+              help="Monte Carlo paths (split over replicas).")
+@click.option("--replicas", default=4, show_default=True, type=click.IntRange(1, 1000),
+              help="Independent replicas (error bars = their standard error).")
+@click.option("--response", default="sources", show_default=True,
+              type=click.Choice(["sources", "pathwise", "linear"]), help="Response method.")
+@click.option("--g-nodes", default=0, show_default=True, type=click.IntRange(0, 400),
+              help="Gauss-Hermite nodes for g (0: Monte Carlo).")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--every", default=0, type=int, help="Print every k-th step (default: about 20 rows).")
+@click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk cache.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Save the curves as a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def dmft_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, paths, replicas, response,
+             g_nodes, seed, every, no_cache, plot_path, as_json):
+    """DMFT of the first phase of GD (m = 1, square loss, null case): norms and losses per step."""
+    from rich.progress import Progress
+
+    from thresholds.dmft import DMFTSetup, solve_dmft
+    from thresholds.numbers import format_with_error
+
+    setup = DMFTSetup(activation, link, delta, eta, steps, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay,
+                      paths=paths, replicas=replicas, seed=seed, response=response, g_nodes=g_nodes)
+    with Progress(console=err_console, transient=True, disable=as_json) as bar:
+        task = bar.add_task("DMFT", total=1)
+
+        def progress(done, total):
+            bar.update(task, completed=done, total=total)
+
+        res = solve_dmft(setup, progress=progress, cache=not no_cache)
+    step = every if every > 0 else max(1, steps // 20)
+    if plot_path:
+        from thresholds.plots import dmft_figure
+        dmft_figure(plot_path, res.t, {
+            "||theta||^2": (res.norm2, res.norm2_err, 0),
+            "<theta^t, theta^0>": (res.overlap_init, res.overlap_init_err, 0),
+            "train loss": (res.train_loss, res.train_loss_err, 1),
+            "test loss": (res.test_loss, res.test_loss_err, 1)},
+            title=f"DMFT {activation} / {link}: delta={delta:g} eta={eta:g} rho0={rho0:g} a={a_:g} b={b_:g} "
+                  f"wd={weight_decay:g}")
+    if as_json:
+        emit_json(res.to_json(every=1 if every <= 0 else every))
+        return
+    from rich.markup import escape
+    table = Table(title=escape(f"DMFT: sigma = {activation}, y = {link}, delta = {delta:g}, eta = {eta:g}, "
+                               f"rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, weight decay = {weight_decay:g}, "
+                               "square loss, m = 1"))
+    for col in ("t", "||theta||^2", "<theta^t,theta^0>", "train loss", "test loss"):
+        table.add_column(col)
+    for i in list(range(0, steps + 1, step)) + ([steps] if steps % step else []):
+        table.add_row(str(i), format_with_error(res.norm2[i], res.norm2_err[i], max_digits=6),
+                      format_with_error(res.overlap_init[i], res.overlap_init_err[i], max_digits=6),
+                      format_with_error(res.train_loss[i], res.train_loss_err[i], max_digits=6),
+                      format_with_error(res.test_loss[i], res.test_loss_err[i], max_digits=6))
+    console.print(table)
+    for note in res.notes:
+        console.print(f"[dim]{escape(note)}[/]")
+    console.print(f"[dim]{res.seconds:.1f} s[/]")
+
+
 if __name__ == "__main__":
     main()

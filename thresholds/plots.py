@@ -36,3 +36,24 @@ def spectrum_figure(path, xs, rho, outliers, edges, *, title="", eigenvalues=Non
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def dmft_figure(path, t, series, *, title=""):
+    """Curves with error bands: ``series`` maps a label to (values, errors, axis) with
+    axis 0 (norms) or 1 (losses)."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 4))
+    for label, (vals, errs, axis) in series.items():
+        ax = axes[axis]
+        ax.plot(t, vals, label=label)
+        ax.fill_between(t, vals - 2 * errs, vals + 2 * errs, alpha=0.25)
+    axes[0].set_xlabel("GD step t")
+    axes[1].set_xlabel("GD step t")
+    axes[0].set_title("norms (band: +- 2 s.e.)")
+    axes[1].set_title("losses")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

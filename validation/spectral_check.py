@@ -69,7 +69,7 @@ def top_outliers(D, k, count):
 def run(quick=False):
     OUT.mkdir(parents=True, exist_ok=True)
     dims = [500, 1000] if quick else [1000, 2000, 4000]
-    seeds = {500: 4, 1000: 6, 2000: 4, 4000: 3}
+    seeds = {500: 4, 1000: 20, 2000: 10, 4000: 8}
     rows = []
     for link_name, pre_name, delta in CASES:
         link, pre = get_link(link_name), get_preprocessing(pre_name)

@@ -1,0 +1,82 @@
+import numpy as np
+import pytest
+
+from thresholds.dmft import DMFTSetup, solve_dmft
+from thresholds.errors import DivergenceError, NotDifferentiableError, ThresholdsError, UnsupportedError
+
+
+def mp_norm2(t, delta, eta, rho0, Ey2, lam=0.0, nodes=400):
+    """||theta^t||^2 of linear GD from the Marchenko-Pastur law of X^T X/n (independent derivation):
+    rho0^2 int (1-eta lam-eta x)^{2t} dmu + (eta^2 E[y^2]/delta) int x P_t(x)^2 dmu,
+    P_t = sum_{s<t} (1-eta lam-eta x)^s; mu has density sqrt((b-x)(x-a))/(2 pi x/delta) (delta > 1),
+    integrated by Gauss-Chebyshev quadrature of the second kind (exact up to rounding here)."""
+    lam_r = 1.0 / delta
+    a, b = (1 - np.sqrt(lam_r)) ** 2, (1 + np.sqrt(lam_r)) ** 2
+    k = np.arange(1, nodes + 1)
+    th = k * np.pi / (nodes + 1)
+    x = (a + b) / 2 + (b - a) / 2 * np.cos(th)
+    w = np.pi / (nodes + 1) * np.sin(th) ** 2 * ((b - a) / 2) ** 2 / (2 * np.pi * lam_r * x)
+    q = 1 - eta * lam - eta * x
+    P = sum(q**s for s in range(t))
+    return rho0**2 * np.sum(w * q ** (2 * t)) + eta**2 * Ey2 / delta * np.sum(w * x * P**2)
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.1])
+def test_linear_activation_closed_form_matches_marchenko_pastur(lam):
+    s = DMFTSetup("linear", "abs", delta=4.0, eta=0.2, steps=40, rho0=1.0, weight_decay=lam, response="linear")
+    res = solve_dmft(s)
+    for t in (0, 1, 2, 5, 17, 40):
+        assert abs(res.norm2[t] - mp_norm2(t, 4.0, 0.2, 1.0, 1.0, lam)) < 1e-10
+
+
+def test_monte_carlo_linear_agrees_with_closed_form():
+    exact = solve_dmft(DMFTSetup("linear", "abs", delta=4.0, eta=0.2, steps=15, response="linear"))
+    mc = solve_dmft(DMFTSetup("linear", "abs", delta=4.0, eta=0.2, steps=15, paths=160_000, replicas=8, seed=1))
+    for t in (1, 5, 15):
+        assert abs(mc.norm2[t] - exact.norm2[t]) < 4 * mc.norm2_err[t] + 1e-4
+        assert abs(mc.train_loss[t] - exact.train_loss[t]) < 4 * mc.train_loss_err[t] + 1e-4
+
+
+def test_sources_and_pathwise_responses_agree():
+    kw = dict(delta=4.0, eta=0.2, steps=12, rho0=1.0)
+    a = solve_dmft(DMFTSetup("tanh", "abs", paths=80_000, replicas=4, seed=2, **kw))
+    b = solve_dmft(DMFTSetup("tanh", "abs", paths=16_000, replicas=4, seed=3, response="pathwise", **kw))
+    for t in (1, 6, 12):
+        tol = 4 * np.hypot(a.norm2_err[t], b.norm2_err[t]) + 1e-4
+        assert abs(a.norm2[t] - b.norm2[t]) < tol
+
+
+def test_causality_outputs_do_not_depend_on_horizon():
+    short = solve_dmft(DMFTSetup("gelu", "phase_retrieval", delta=3.0, eta=0.1, steps=8, paths=4000, replicas=2))
+    long = solve_dmft(DMFTSetup("gelu", "phase_retrieval", delta=3.0, eta=0.1, steps=16, paths=4000, replicas=2))
+    assert np.array_equal(short.norm2, long.norm2[:9])
+    assert np.array_equal(short.train_loss, long.train_loss[:9])
+
+
+def test_overlap_with_init_and_test_loss_at_time_zero():
+    res = solve_dmft(DMFTSetup("tanh", "abs", delta=4.0, eta=0.2, steps=3, rho0=0.7, paths=4000, replicas=2))
+    assert res.norm2[0] == pytest.approx(0.49) and res.overlap_init[0] == pytest.approx(0.49)
+    # test loss at t = 0 is the population risk at ||theta|| = rho0: E[y^2]/2 + E[tanh(0.7 G)^2]/2 (E[y tanh] = 0 by symmetry)
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    expected = 0.5 * (1.0 + np.sum(w * np.tanh(0.7 * x) ** 2) / w.sum())
+    assert res.test_loss[0] == pytest.approx(expected, rel=1e-10)
+
+
+def test_divergence_is_reported_with_its_step():
+    with pytest.raises(DivergenceError, match=r"diverged at step \d+"):
+        solve_dmft(DMFTSetup("cubic", "phase_retrieval", delta=4.0, eta=2.0, steps=50, paths=2000, replicas=2))
+
+
+@pytest.mark.parametrize("kwargs, error, fragment", [
+    (dict(delta=0.0), ThresholdsError, "delta must be > 0"),
+    (dict(eta=-1.0), ThresholdsError, "eta must be > 0"),
+    (dict(response="magic"), ThresholdsError, "unknown response method"),
+    (dict(link="sign"), UnsupportedError, "easy direction"),
+    (dict(activation="relu", response="pathwise"), NotDifferentiableError, "second derivative"),
+    (dict(response="linear"), UnsupportedError, "affine activation"),
+])
+def test_bad_setups(kwargs, error, fragment):
+    base = dict(activation="tanh", link="abs", delta=4.0, eta=0.2, steps=3, paths=1000, replicas=2)
+    base.update(kwargs)
+    with pytest.raises(error, match=fragment):
+        solve_dmft(DMFTSetup(**base))
