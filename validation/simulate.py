@@ -1,0 +1,188 @@
+"""Finite-d full-batch gradient descent for the two-layer network (THEORY section 2).
+
+f(x) = (1/m) sum_j a_j sigma(theta_j^T x + b_j); only Theta is trained;
+GD with the mean-field step theta_j <- theta_j + eta (1/n) sum_i psi_ij x_i - eta lambda theta_j,
+psi_ij = (y_i - f(x_i)) a_j sigma'(theta_j^T x_i + b_j).  Data x ~ N(0, I_d), the
+latent directions are the first k coordinates, y = h(x_{1..k}, eps), n = delta d.
+
+``complement=True`` trains in the orthogonal complement of the latent
+subspace (the covariates seen by Theta are independent of y): this isolates
+the first phase, as in the DMFT of the null case.
+
+The per-step kernel is one fused pass over the rows of X (numba, parallel
+over row blocks): u_i = x_i^T Theta, psi_i, and the gradient accumulation
+X^T psi share the row while it is in cache, so a step reads X once.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, field
+
+import numba
+import numpy as np
+
+from thresholds.catalog import get_activation, get_link
+from thresholds.kernels import compiled_activation
+
+
+@dataclass
+class GDSetup:
+    activation: str
+    link: str
+    delta: float
+    d: int
+    eta: float
+    steps: int
+    a: float = 1.0
+    b: float = 0.0
+    rho0: float = 1.0
+    weight_decay: float = 0.0
+    m: int = 1
+    complement: bool = True
+    seed: int = 0
+    n_test: int = 5_000
+    dtype: str = "float64"
+
+
+@dataclass
+class GDResult:
+    setup: GDSetup
+    norm2: np.ndarray
+    overlap_init: np.ndarray
+    train_loss: np.ndarray
+    test_loss: np.ndarray
+    latent_overlap: np.ndarray
+    seconds: float
+    theta: np.ndarray = field(repr=False, default=None)
+
+
+def make_step_kernel(s0, s1):
+    """Fused GD step for m neurons: returns (train loss); updates grad in place."""
+
+    @numba.njit(parallel=True, fastmath=False, cache=False)
+    def step(X, y, Theta, a, b, grad, nblocks):
+        n, d = X.shape
+        m = Theta.shape[1]
+        partial = np.zeros((nblocks, d, m))
+        losses = np.zeros(nblocks)
+        rows = (n + nblocks - 1) // nblocks
+        for blk in numba.prange(nblocks):
+            u = np.empty(m)
+            psi = np.empty(m)
+            for i in range(blk * rows, min(n, (blk + 1) * rows)):
+                for j in range(m):
+                    acc = 0.0
+                    for k in range(d):
+                        acc += X[i, k] * Theta[k, j]
+                    u[j] = acc
+                f = 0.0
+                for j in range(m):
+                    f += a[j] * s0(u[j] + b[j])
+                f /= m
+                r = y[i] - f
+                losses[blk] += 0.5 * r * r
+                for j in range(m):
+                    psi[j] = r * a[j] * s1(u[j] + b[j])
+                for k in range(d):
+                    xk = X[i, k]
+                    for j in range(m):
+                        partial[blk, k, j] += psi[j] * xk
+        for k in range(d):
+            for j in range(m):
+                acc = 0.0
+                for blk in range(nblocks):
+                    acc += partial[blk, k, j]
+                grad[k, j] = acc / n
+        return losses.sum() / n
+
+    return step
+
+
+_KERNELS: dict = {}
+
+
+def _kernel(act):
+    key = str(act.expr)
+    if key not in _KERNELS:
+        s0, s1, _ = compiled_activation(act, False)
+        _KERNELS[key] = make_step_kernel(s0, s1)
+    return _KERNELS[key]
+
+
+def _data(link, n, d, rng, dtype):
+    X = rng.standard_normal((n, d)).astype(dtype)
+    f = link.numpy()
+    args = [X[:, i].astype(float) for i in range(link.k)]
+    if link.noise is not None:
+        args.append(rng.standard_normal(n))
+    y = f(*args).astype(dtype)
+    return X, y
+
+
+def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
+    """Full-batch GD; records norms, train loss, test loss (fresh samples) and latent overlap per step."""
+    act = get_activation(setup.activation)
+    link = get_link(setup.link)
+    rng = np.random.default_rng(setup.seed)
+    d, m, k = setup.d, setup.m, link.k
+    n = int(round(setup.delta * d))
+    dtype = np.float32 if setup.dtype == "float32" else np.float64
+    X, y = _data(link, n, d, rng, dtype)
+    Xt, yt = _data(link, setup.n_test, d, rng, dtype)
+    if setup.complement:
+        X[:, :k] = 0.0  # covariates seen by Theta are independent of y
+        Xt[:, :k] = 0.0
+    Theta = (rng.standard_normal((d, m)) * setup.rho0 / math.sqrt(d)).astype(dtype)
+    if setup.complement:
+        Theta[:k] = 0.0
+    Theta0 = Theta.copy()
+    a = np.full(m, setup.a, dtype=dtype)
+    b = np.full(m, setup.b, dtype=dtype)
+    grad = np.zeros_like(Theta)
+    step = _kernel(act)
+    s0 = _vectorized(act)
+    nblocks = max(1, numba.get_num_threads())
+    T = setup.steps
+    norm2, ov0, train, test, lat = (np.zeros(T + 1) for _ in range(5))
+    start = time.time()
+    for t in range(T + 1):
+        loss = step(X, y, Theta, a, b, grad, nblocks)
+        norm2[t] = float(np.sum(Theta.astype(float) ** 2)) / m
+        ov0[t] = float(np.sum(Theta.astype(float) * Theta0)) / m
+        lat[t] = float(np.sum(Theta[:k].astype(float) ** 2)) / m
+        train[t] = loss
+        test[t] = _test_loss(Xt, yt, Theta, a, b, s0)
+        if not np.isfinite(loss) or norm2[t] > 1e8:
+            raise FloatingPointError(f"GD diverged at step {t}")
+        if progress is not None:
+            progress(t)
+        if t == T:
+            break
+        Theta += setup.eta * grad - setup.eta * setup.weight_decay * Theta
+        if setup.complement:
+            Theta[:k] = 0.0
+    return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta)
+
+
+def _test_loss(Xt, yt, Theta, a, b, s0):
+    U = Xt.astype(float) @ Theta.astype(float)
+    f = np.mean(a * s0(U + b), axis=1)
+    return float(np.mean(0.5 * (yt - f) ** 2))
+
+
+_VEC: dict = {}
+
+
+def _vectorized(act):
+    """sigma as a numba ufunc (compiled once per activation)."""
+    key = str(act.expr)
+    if key not in _VEC:
+        s0 = compiled_activation(act, False)[0]
+
+        @numba.vectorize(["float64(float64)"])
+        def v(t):
+            return s0(t)
+        _VEC[key] = v
+    return _VEC[key]
