@@ -106,7 +106,10 @@ class DMFTSetup:
 @dataclass
 class DMFTResult:
     """Per-step outputs (t = 0..steps) with standard errors across replicas, the
-    kernels of the first replica, and a sample of the final law of (u, y, g)."""
+    kernels of the first replica (C, R and chi are None for the ``sources``
+    method, which never forms them), and the first replica's paths at the final
+    time: the joint law of (u^T, y, g) as weighted samples (``final_weights``
+    sum to 1), plus the Gaussian part w^T."""
 
     setup: DMFTSetup
     t: np.ndarray
@@ -126,6 +129,7 @@ class DMFTResult:
     final_y: np.ndarray
     final_g: np.ndarray
     final_w: np.ndarray
+    final_weights: np.ndarray = None
     seconds: float = 0.0
     notes: list = field(default_factory=list)
 
@@ -144,11 +148,15 @@ class DMFTResult:
 
 def _draw_targets(link: Link, n: int, g_nodes: int, rng):
     """y, g (first latent) and weights omega for n paths; g by Gauss-Hermite nodes
-    (probabilists') when g_nodes > 0 and the link is single-index."""
+    (probabilists', nodes of weight < 1e-12 dropped) when g_nodes > 0 and the link is
+    single-index, each node carrying n/g_nodes paths of the Gaussian process."""
     f = link.numpy()
     if g_nodes > 0 and link.k == 1:
         x, wts = np.polynomial.hermite_e.hermegauss(g_nodes)
         wts = wts / wts.sum()
+        keep = wts > 1e-12  # nodes far in the tail (|g| > ~7) carry < 1e-12 of the mass and destabilise paths
+        x, wts = x[keep], wts[keep] / wts[keep].sum()
+        g_nodes = x.size
         idx = np.arange(n) % g_nodes
         g = x[idx][:, None]
         counts = np.bincount(idx, minlength=g_nodes)
@@ -467,7 +475,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         se = arr.std(axis=0, ddof=1) / math.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(m)
         return m, se
 
-    A, B, C, Cpsi, R, _, law, _ = outs[0]
+    A, B, C, Cpsi, R, _, law, weights = outs[0]
     chi = B / setup.eta if B is not None else None
     (n2, n2e), (o2, o2e), (tr, tre), (te, tee) = map(mean_se, (norm2, ov, train, test))
     notes = [f"response: {RESPONSES[setup.response]}",
@@ -476,7 +484,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
              "test loss: population risk with w ~ N(0, ||theta||^2) independent of y (null case); "
              f"E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}"]
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
-                      C, R, Cpsi, chi, *law, seconds=time.time() - start, notes=notes)
+                      C, R, Cpsi, chi, *law, final_weights=weights, seconds=time.time() - start, notes=notes)
 
 
 def _check_null_link(link: Link):

@@ -18,8 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
-from thresholds.dmft import DMFTSetup, solve_dmft
-from validation.simulate import GDSetup, run_gd
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
+
+from thresholds.dmft import DMFTSetup, solve_dmft  # noqa: E402
+from validation.simulate import GDSetup, run_gd  # noqa: E402
 
 OUT = Path(__file__).parent / "reports" / "dmft"
 # quad needs a smaller step: with eta = 0.2 its GD and its DMFT both diverge within a few steps
