@@ -56,6 +56,7 @@ class GDResult:
     latent_overlap: np.ndarray
     seconds: float
     theta: np.ndarray = field(repr=False, default=None)
+    data: tuple = field(repr=False, default=None)
 
 
 def make_step_kernel(s0, s1):
@@ -100,14 +101,47 @@ def make_step_kernel(s0, s1):
     return step
 
 
+def make_step_kernel_m1(s0, s1):
+    """Specialised fused step for one neuron (contiguous 2-D accumulators, SIMD-friendly)."""
+
+    @numba.njit(parallel=True, fastmath=True, cache=False)
+    def step(X, y, Theta, a, b, grad, nblocks):
+        n, d = X.shape
+        theta = Theta[:, 0]
+        partial = np.zeros((nblocks, d))
+        losses = np.zeros(nblocks)
+        rows = (n + nblocks - 1) // nblocks
+        a0, b0 = a[0], b[0]
+        for blk in numba.prange(nblocks):
+            acc_g = partial[blk]
+            for i in range(blk * rows, min(n, (blk + 1) * rows)):
+                xi = X[i]
+                u = 0.0
+                for k in range(d):
+                    u += xi[k] * theta[k]
+                r = y[i] - a0 * s0(u + b0)
+                losses[blk] += 0.5 * r * r
+                p = r * a0 * s1(u + b0)
+                for k in range(d):
+                    acc_g[k] += p * xi[k]
+        for k in range(d):
+            acc = 0.0
+            for blk in range(nblocks):
+                acc += partial[blk, k]
+            grad[k, 0] = acc / n
+        return losses.sum() / n
+
+    return step
+
+
 _KERNELS: dict = {}
 
 
-def _kernel(act):
-    key = str(act.expr)
+def _kernel(act, m):
+    key = (str(act.expr), m == 1)
     if key not in _KERNELS:
         s0, s1, _ = compiled_activation(act, False)
-        _KERNELS[key] = make_step_kernel(s0, s1)
+        _KERNELS[key] = make_step_kernel_m1(s0, s1) if m == 1 else make_step_kernel(s0, s1)
     return _KERNELS[key]
 
 
@@ -131,9 +165,8 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
     dtype = np.float32 if setup.dtype == "float32" else np.float64
     X, y = _data(link, n, d, rng, dtype)
     Xt, yt = _data(link, setup.n_test, d, rng, dtype)
-    if setup.complement:
-        X[:, :k] = 0.0  # covariates seen by Theta are independent of y
-        Xt[:, :k] = 0.0
+    # complement: Theta keeps zero latent coordinates, so u = X Theta only sees the
+    # covariates orthogonal to the latent subspace, which are independent of y
     Theta = (rng.standard_normal((d, m)) * setup.rho0 / math.sqrt(d)).astype(dtype)
     if setup.complement:
         Theta[:k] = 0.0
@@ -141,7 +174,7 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
     a = np.full(m, setup.a, dtype=dtype)
     b = np.full(m, setup.b, dtype=dtype)
     grad = np.zeros_like(Theta)
-    step = _kernel(act)
+    step = _kernel(act, m)
     s0 = _vectorized(act)
     nblocks = max(1, numba.get_num_threads())
     T = setup.steps
@@ -163,7 +196,7 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
         Theta += setup.eta * grad - setup.eta * setup.weight_decay * Theta
         if setup.complement:
             Theta[:k] = 0.0
-    return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta)
+    return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
 
 
 def _test_loss(Xt, yt, Theta, a, b, s0):
@@ -186,3 +219,35 @@ def _vectorized(act):
             return s0(t)
         _VEC[key] = v
     return _VEC[key]
+
+
+def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600):
+    """Extreme eigenvalues of the scaled Hessian H = (1/n) sum_i G_i x_i x_i^T at theta (m = 1)
+    and the squared overlaps of their eigenvectors with the latent subspace (first k axes).
+
+    G = a^2 sigma'(u+b)^2 - (y - a sigma(u+b)) a sigma''(u+b).  Lanczos (``eigsh``) on the
+    matrix-free product H v = X^T (G * (X v)) / n; dense ``eigh`` when d < ``dense_below``.
+    Returns {"lowest": [(value, overlap2)...], "highest": [...]}.
+    """
+    from scipy.sparse.linalg import LinearOperator, eigsh
+
+    act = get_activation(activation)
+    s0, s1, s2 = (np.vectorize(f) for f in compiled_activation(act, True))
+    theta = np.asarray(theta, dtype=float).reshape(-1)
+    u = X @ theta + b
+    G = a * a * s1(u) ** 2 - (y - a * s0(u)) * a * s2(u)
+    n, d = X.shape
+    if d < dense_below:
+        H = (X.T * G) @ X / n
+        vals, vecs = np.linalg.eigh(H)
+        lo, hi = (vals[:count], vecs[:, :count]), (vals[::-1][:count], vecs[:, ::-1][:, :count])
+    else:
+        op = LinearOperator((d, d), matvec=lambda v: X.T @ (G * (X @ v)) / n, dtype=float)
+        lo = eigsh(op, k=count, which="SA", tol=1e-8)
+        hi = eigsh(op, k=count, which="LA", tol=1e-8)
+        order_lo, order_hi = np.argsort(lo[0]), np.argsort(hi[0])[::-1]
+        lo, hi = (lo[0][order_lo], lo[1][:, order_lo]), (hi[0][order_hi], hi[1][:, order_hi])
+    out = {}
+    for name, (vals, vecs) in (("lowest", lo), ("highest", hi)):
+        out[name] = [(float(v), float(np.sum(vecs[:k, j] ** 2))) for j, v in enumerate(vals)]
+    return out
