@@ -332,5 +332,82 @@ def dmft_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, pa
     console.print(f"[dim]{res.seconds:.1f} s[/]")
 
 
+def _parse_range(text: str) -> list:
+    """'3:8:0.5' -> [3, 3.5, ..., 8]; '3,4,6' -> [3, 4, 6]."""
+    try:
+        if ":" in text:
+            lo, hi, step = (float(v) for v in text.split(":"))
+            if step <= 0 or hi < lo:
+                raise ValueError
+            count = int(round((hi - lo) / step)) + 1
+            return [round(lo + i * step, 10) for i in range(count)]
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: use start:stop:step or a comma-separated list") from None
+
+
+@main.command("validate")
+@click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
+@click.option("--link", "-l", required=True, help="Link: name or expression.")
+@click.option("--d", "dims", default="200,400", show_default=True, help="Dimensions, comma-separated.")
+@click.option("--deltas", default="2:8:1", show_default=True, help="start:stop:step or a list.")
+@click.option("--trials", default=10, show_default=True, type=click.IntRange(1, 100_000))
+@click.option("--eta", default=0.2, show_default=True, type=float)
+@click.option("--rho0", default=1.0, show_default=True, type=float)
+@click.option("--a", "a_", default=1.0, show_default=True, type=float)
+@click.option("--b", "b_", default=0.0, show_default=True, type=float)
+@click.option("--weight-decay", default=0.0, show_default=True, type=float)
+@click.option("--t0", default=50.0, show_default=True, type=float, help="Horizon: (t0 + c log d)/eta steps.")
+@click.option("--c", "c_", default=10.0, show_default=True, type=float, help="Horizon slope in log d.")
+@click.option("--jobs", default="auto", show_default=True,
+              help="Parallelism: the GD kernel uses all cores (numba threads); 'auto' = that.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--report", "report_dir", default="validation-report", show_default=True,
+              type=click.Path(file_okay=False), help="Directory of the markdown report and PNGs.")
+def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, t0, c_, jobs, seed,
+                 report_dir):
+    """Empirical GD recovery threshold (success rate vs delta at several d) with a report.
+
+    Ctrl-C stops the scan and writes the partial report.
+    """
+    from rich.progress import Progress
+
+    from thresholds.alg import delta_alg
+    from thresholds.catalog import get_activation, get_link
+    from validation.threshold import scan, write_report
+
+    get_activation(activation)
+    get_link(link)
+    try:
+        dim_list = [int(v) for v in dims.split(",") if v.strip()]
+    except ValueError:
+        abort(f"--d {dims!r}: give comma-separated integers", 2)
+    if not dim_list or min(dim_list) < 2:
+        abort("--d needs dimensions >= 2", 2)
+    delta_list = _parse_range(deltas)
+    if not delta_list or min(delta_list) <= 0:
+        abort("--deltas must be > 0", 2)
+    if jobs != "auto":
+        try:
+            import numba
+            numba.set_num_threads(max(1, min(int(jobs), numba.config.NUMBA_NUM_THREADS)))
+        except ValueError:
+            abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
+    alg = delta_alg(link)
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("GD trials", total=1)
+        result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,
+                      progress=lambda done, total: bar.update(task, completed=done, total=total),
+                      a=a_, b=b_, rho0=rho0, weight_decay=weight_decay)
+    path = write_report(result, report_dir, delta_alg=alg.delta_alg)
+    console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else ""))
+    for d, (cr, se) in result.crossings.items():
+        console.print(f"d = {d}: crossing " + ("not bracketed" if cr is None else f"{cr:.3f} +- {se:.3f}"))
+    if result.extrapolated[0] is not None:
+        console.print(f"extrapolated (1/log d -> 0): {result.extrapolated[0]:.3f} +- {result.extrapolated[1]:.3f}")
+    if result.interrupted:
+        sys.exit(130)
+
+
 if __name__ == "__main__":
     main()

@@ -46,3 +46,27 @@ def test_hessian_probe_lanczos_matches_dense():
         for (v1, o1), (v2, o2) in zip(dense[key], lanczos[key]):
             assert v1 == pytest.approx(v2, abs=1e-6)
             assert o1 == pytest.approx(o2, abs=1e-4)
+
+
+def test_wilson_interval_properties():
+    from validation.threshold import wilson
+    lo, hi = wilson(0, 20)
+    assert lo == 0.0 and 0.1 < hi < 0.2
+    lo, hi = wilson(10, 20)
+    assert lo < 0.5 < hi and abs((lo + hi) / 2 - 0.5) < 1e-12
+
+
+def test_crossing_fit_recovers_a_known_logistic():
+    from validation.threshold import extrapolate, fit_crossing
+    rng = np.random.default_rng(0)
+    deltas = np.linspace(2, 8, 13)
+    p = 1 / (1 + np.exp(-(deltas - 5.0) / 0.5))
+    k = rng.binomial(400, p)
+    c, se = fit_crossing(deltas, k, [400] * 13)
+    assert abs(c - 5.0) < 4 * se and se < 0.1
+    assert fit_crossing(deltas, [0] * 13, [400] * 13) == (None, None)
+    # exact linear dependence on 1/log d is extrapolated exactly
+    dims = [500, 1000, 2000, 4000]
+    cross = [3.0 + 2.0 / np.log(d) for d in dims]
+    c0, e0 = extrapolate(dims, cross, [0.1] * 4)
+    assert abs(c0 - 3.0) < 1e-10 and e0 > 0

@@ -231,23 +231,17 @@ def _pivots(L):
     return diag <= 1e-13 * max(1.0, float(diag.max()) if diag.size else 1.0)
 
 
-def _solve_lower(L, e, trans=False):
-    """x with L x = e (or L^T x = e); zero pivots (directions in which the Gaussian path
-    has no new randomness) get x = 0, i.e. a pseudo-inverse on the range of L."""
+def _solve_lower(L, e):
+    """x with L x = e for lower-triangular L; zero pivots (directions in which the
+    Gaussian path has no new randomness) get x = 0 (a pseudo-inverse on the range of L)."""
     tiny = _pivots(L)
     if not tiny.any():
-        return solve_triangular(L, e, lower=True, trans="T" if trans else "N", check_finite=False)
+        return solve_triangular(L, e, lower=True, check_finite=False)
     Lc = L.copy()
-    if trans:
-        Lc[tiny, :] = 0.0
-    else:
-        Lc[:, tiny] = 0.0
+    Lc[:, tiny] = 0.0
     Lc[np.ix_(tiny, tiny)] = np.eye(int(tiny.sum()))
-    ec = np.where(tiny, 0.0, e) if trans else e.copy()
-    if not trans:
-        x = solve_triangular(Lc, ec, lower=True, check_finite=False)
-        return np.where(tiny, 0.0, x)
-    return solve_triangular(Lc, ec, lower=True, trans="T", check_finite=False)
+    x = solve_triangular(Lc, e, lower=True, check_finite=False)
+    return np.where(tiny, 0.0, x)
 
 
 def _cholesky_row(t, L, c_row):
@@ -381,11 +375,6 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
         _weight_side(t, R, A, B, eta, lam)
     law = (u, y, g, w)
     return A, B, C, Cpsi, R, train, law, omega
-
-
-def _solve_upper_transposed(L, e):
-    """R with L^T R = e (pseudo-inverse at zero pivots)."""
-    return _solve_lower(L, e, trans=True)
 
 
 def _train_loss(u, y, omega, a, b, s0):

@@ -103,7 +103,22 @@ def write_report(rows):
         lines.append(f"| {k[0]} | {any_r['eta']:g} | {k[1]:g} | {k[2]} | {k[3]} | " + " | ".join(cells)
                      + f" | {any_r['dmft']:.4f} +- {any_r['dmft_se']:.4f} |")
     worst = max(r["z"] for r in rows if r["d"] == dims[-1])
-    lines += ["", f"Largest z at d = {dims[-1]}: {worst:.2f}.", ""]
+    lines += ["", f"Largest z at d = {dims[-1]}: {worst:.2f}.", "", "Summary by d (all cases and times):", "",
+              "| d | median z | max z | fraction z > 2 | mean gap norm2 | mean gap train | mean gap test |",
+              "|---|---|---|---|---|---|---|"]
+    for d in dims:
+        zs = np.array([r["z"] for r in rows if r["d"] == d])
+        gaps = {q: np.mean([abs(r["gd"] - r["dmft"]) for r in rows if r["d"] == d and r["quantity"] == q])
+                for q in ("norm2", "train_loss", "test_loss")}
+        lines.append(f"| {d} | {np.median(zs):.2f} | {zs.max():.2f} | {np.mean(zs > 2):.2f} | "
+                     f"{gaps['norm2']:.4f} | {gaps['train_loss']:.4f} | {gaps['test_loss']:.4f} |")
+    lines += ["", "Data seeds are 100 d + s, so at a given d the cases share their first rows of X and their",
+              "labels: the seed-to-seed fluctuation (the projection of y on the column space of X, ~3% of",
+              "||theta||^2 per run at d = 2000) is common to all cases of one column, which is why the",
+              "d = 2000 column sits above the DMFT throughout while staying within ~2-3 s.e.  The finite-d",
+              "bias is below this noise at all three d, so a decrease of the gap with d is not resolved",
+              "at these seed counts.  The test loss of GD is measured on 5000 fresh samples with E[y^2]",
+              "taken exact (control variate; the raw estimate of E[y^2]/2 for y = g^2 fluctuates by 0.07).", ""]
     for png in sorted(OUT.glob("*.png")):
         lines.append(f"![{png.stem}]({png.name})")
     (OUT / "report.md").write_text("\n".join(lines) + "\n")

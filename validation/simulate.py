@@ -24,6 +24,7 @@ import numba
 import numpy as np
 
 from thresholds.catalog import get_activation, get_link
+from thresholds.dmft import _y_moments
 from thresholds.kernels import compiled_activation
 
 
@@ -176,6 +177,7 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
     grad = np.zeros_like(Theta)
     step = _kernel(act, m)
     s0 = _vectorized(act)
+    Ey2 = _y_moments(link)[1]
     nblocks = max(1, numba.get_num_threads())
     T = setup.steps
     norm2, ov0, train, test, lat = (np.zeros(T + 1) for _ in range(5))
@@ -186,7 +188,7 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
         ov0[t] = float(np.sum(Theta.astype(float) * Theta0)) / m
         lat[t] = float(np.sum(Theta[:k].astype(float) ** 2)) / m
         train[t] = loss
-        test[t] = _test_loss(Xt, yt, Theta, a, b, s0)
+        test[t] = _test_loss(Xt, yt, Theta, a, b, s0, Ey2)
         if not np.isfinite(loss) or norm2[t] > 1e8:
             raise FloatingPointError(f"GD diverged at step {t}")
         if progress is not None:
@@ -199,10 +201,14 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
     return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
 
 
-def _test_loss(Xt, yt, Theta, a, b, s0):
+def _test_loss(Xt, yt, Theta, a, b, s0, Ey2):
+    """Population risk on the fresh test set, with the term E[y^2]/2 taken exact:
+    mean((y - f)^2)/2 = mean(y^2)/2 - mean(y f) + mean(f^2)/2, and mean(y^2) -> E[y^2]
+    (a control variate: unbiased, and it removes the heavy-tailed fluctuation of y^2,
+    e.g. y = g^2 has Var(y^2) = 96)."""
     U = Xt.astype(float) @ Theta.astype(float)
     f = np.mean(a * s0(U + b), axis=1)
-    return float(np.mean(0.5 * (yt - f) ** 2))
+    return float(0.5 * Ey2 - np.mean(yt * f) + 0.5 * np.mean(f * f))
 
 
 _VEC: dict = {}
@@ -251,3 +257,34 @@ def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, d
     for name, (vals, vecs) in (("lowest", lo), ("highest", hi)):
         out[name] = [(float(v), float(np.sum(vecs[:k, j] ** 2))) for j, v in enumerate(vals)]
     return out
+
+
+def sample_matrix(link, pre, delta, d, rng):
+    """Spectral-estimator probe: D = (1/n) X^T diag(T(y)) X with y = h(X Theta_*, eps),
+    Theta_* the first k axes, n = delta d; ``pre`` a thresholds.spectral.Preprocessing
+    (``optimal`` uses 1 - 1/E[g^2|y] interpolated on the engine's nodes)."""
+    from thresholds.catalog import lambdify_numpy
+    from thresholds.spectral import DELTA, YS, link_ynodes
+    n = int(round(delta * d))
+    X = rng.standard_normal((n, d))
+    f = link.numpy()
+    args = [X[:, i] for i in range(link.k)]
+    if link.noise is not None:
+        args.append(rng.standard_normal(n))
+    y = f(*args)
+    if pre.expr is None:
+        nodes = link_ynodes(link, level=6)
+        T = 1.0 - 1.0 / np.interp(y, nodes.y, nodes.M[:, 0, 0])
+    else:
+        T = lambdify_numpy([YS, DELTA], pre.expr)(y, np.full_like(y, delta))
+    return (X.T * T) @ X / n
+
+
+def top_outliers(D, k, count):
+    """Largest ``count`` eigenvalues of D and the squared overlaps of their eigenvectors
+    with the first k axes (the latent subspace)."""
+    from scipy.sparse.linalg import eigsh
+    vals, vecs = eigsh(D, k=count, which="LA")
+    order = np.argsort(vals)[::-1]
+    vals, vecs = vals[order], vecs[:, order]
+    return vals, np.sum(vecs[:k, :] ** 2, axis=0)

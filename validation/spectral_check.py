@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 import numpy as np
-from scipy.sparse.linalg import eigsh
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script from anywhere
 
-from thresholds.catalog import get_link
-from thresholds.plots import spectrum_figure
-from thresholds.spectral import get_preprocessing, link_ynodes, spectral, spectral_density
+from thresholds.catalog import get_link  # noqa: E402
+from thresholds.plots import spectrum_figure  # noqa: E402
+from thresholds.spectral import get_preprocessing, spectral, spectral_density  # noqa: E402
+from validation.simulate import sample_matrix, top_outliers  # noqa: E402
 
 OUT = Path(__file__).parent / "reports" / "spectral"
 # The exact optimal T*(y) = 1 - 1/y is unbounded below: a finite-d matrix built with it has
@@ -34,36 +35,6 @@ CASES = [
     ("noisy_phase_retrieval", "Min(Max(y, 0), 3)", 3.0),
     ("product", "y**2/(1 + y**2)", 6.0),
 ]
-
-
-def sample_matrix(link, pre, delta, d, rng):
-    """D = (1/n) X^T diag(T(y)) X with y = h(X Theta_*, eps), Theta_* the first k axes."""
-    n = int(round(delta * d))
-    X = rng.standard_normal((n, d))
-    f = link.numpy()
-    args = [X[:, i] for i in range(link.k)]
-    if link.noise is not None:
-        args.append(rng.standard_normal(n))
-    y = f(*args)
-    if pre.expr is None:  # optimal preprocessing, single index: 1 - 1/E[g^2|y], from the engine's nodes
-        nodes = link_ynodes(link, level=6)
-        m2 = np.interp(y, nodes.y, nodes.M[:, 0, 0])
-        T = 1.0 - 1.0 / m2
-    else:
-        from thresholds.catalog import lambdify_numpy
-        from thresholds.spectral import DELTA, YS
-        T = lambdify_numpy([YS, DELTA], pre.expr)(y, np.full_like(y, delta))
-    D = (X.T * T) @ X / n
-    return D
-
-
-def top_outliers(D, k, count):
-    """Largest ``count`` eigenvalues and squared overlaps of their eigenvectors with the first k axes."""
-    vals, vecs = eigsh(D, k=count, which="LA")
-    order = np.argsort(vals)[::-1]
-    vals, vecs = vals[order], vecs[:, order]
-    overlaps = np.sum(vecs[:k, :] ** 2, axis=0)
-    return vals, overlaps
 
 
 def run(quick=False):

@@ -1,0 +1,200 @@
+"""Empirical recovery thresholds from finite-d GD (issue: validation simulator).
+
+* A trial is one unrestricted GD run (fresh data and initialisation) for a
+  horizon that grows like log d: ``T(d) = ceil((t0 + c log d) / eta)`` steps
+  (defaults t0 = 50, c = 10, in units of eta * steps).  It succeeds when the
+  squared cosine between theta and the latent subspace exceeds 1/2 at the end.
+* Success rates carry Wilson score intervals.
+* For each d the crossing point (success probability 1/2) is fitted by a
+  binomial-likelihood logistic curve in delta; its standard error comes from
+  the observed information.
+* Crossing points are extrapolated linearly in 1/log d (finite-size effects:
+  the hard overlap starts at d^{-1/2}, so escape times grow like log d) by
+  weighted least squares; the intercept and its standard error estimate the
+  d -> inf threshold.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy import optimize
+
+from validation.simulate import GDSetup, run_gd
+
+
+def horizon(d: int, eta: float, t0: float = 50.0, c: float = 10.0) -> int:
+    """Number of GD steps for dimension d: (t0 + c log d) / eta."""
+    return int(math.ceil((t0 + c * math.log(d)) / eta))
+
+
+def wilson(k: int, n: int, z: float = 1.96):
+    """Wilson score interval for k successes out of n."""
+    if n == 0:
+        return 0.0, 1.0
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def trial(activation, link, delta, d, eta, steps, seed, **setup):
+    """One unrestricted GD run: final squared cosine with the latent subspace."""
+    res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=False, seed=seed, n_test=1000,
+                         **setup))
+    return float(res.latent_overlap[-1] / res.norm2[-1]) if res.norm2[-1] > 0 else 0.0
+
+
+def fit_crossing(deltas, successes, trials):
+    """delta at which the logistic success curve crosses 1/2, with its standard error
+    (maximum likelihood; None when the data do not bracket 1/2)."""
+    deltas = np.asarray(deltas, float)
+    k = np.asarray(successes, float)
+    n = np.asarray(trials, float)
+    if not (k.min() < 0.5 * n[np.argmin(k)] and k.max() > 0.5 * n[np.argmax(k)]):
+        return None, None
+
+    def nll(params):
+        c, log_s = params
+        p = 1 / (1 + np.exp(-(deltas - c) / np.exp(log_s)))
+        p = np.clip(p, 1e-12, 1 - 1e-12)
+        return -np.sum(k * np.log(p) + (n - k) * np.log(1 - p))
+
+    start = [float(np.interp(0.5, k / n, deltas)) if np.all(np.diff(k / n) >= 0) else deltas.mean(),
+             math.log(max(0.1, np.ptp(deltas) / 10))]
+    fit = optimize.minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9})
+    c, log_s = fit.x
+    h = 1e-3 * max(1.0, abs(c))
+    second = (nll([c + h, log_s]) - 2 * nll([c, log_s]) + nll([c - h, log_s])) / h**2
+    se = 1 / math.sqrt(second) if second > 0 else float("nan")
+    return float(c), float(se)
+
+
+def extrapolate(dims, crossings, errors):
+    """Weighted least squares of the crossing point against 1/log d; returns
+    (intercept, standard error) = the d -> inf estimate, or (None, None) with < 2 points."""
+    pts = [(1 / math.log(d), c, e) for d, c, e in zip(dims, crossings, errors)
+           if c is not None and e is not None and np.isfinite(e) and e > 0]
+    if len(pts) < 2:
+        return None, None
+    x = np.array([p[0] for p in pts])
+    yv = np.array([p[1] for p in pts])
+    w = 1 / np.array([p[2] for p in pts]) ** 2
+    A = np.vstack([np.ones_like(x), x]).T
+    cov = np.linalg.inv(A.T @ (A * w[:, None]))
+    beta = cov @ (A.T @ (w * yv))
+    return float(beta[0]), float(math.sqrt(cov[0, 0]))
+
+
+@dataclass
+class ThresholdScan:
+    """Success counts per (d, delta) and the fitted crossings."""
+
+    setup: dict
+    dims: list
+    deltas: list
+    successes: dict = field(default_factory=dict)   # (d, delta) -> k
+    trials: dict = field(default_factory=dict)      # (d, delta) -> n
+    crossings: dict = field(default_factory=dict)   # d -> (delta_c, se)
+    extrapolated: tuple = (None, None)
+    interrupted: bool = False
+
+
+def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, c=10.0, seed=0,
+         progress=None, **setup) -> ThresholdScan:
+    """Run the success-rate grid; Ctrl-C stops it and returns the partial scan."""
+    out = ThresholdScan({"activation": activation, "link": link, "eta": eta, "t0": t0, "c": c,
+                         "horizon": {d: horizon(d, eta, t0, c) for d in dims}, **setup},
+                        list(dims), list(deltas))
+    total = len(dims) * len(deltas) * trials_per_point
+    done = 0
+    try:
+        for d in dims:
+            steps = horizon(d, eta, t0, c)
+            for delta in deltas:
+                k = 0
+                for j in range(trials_per_point):
+                    sub = int(np.random.SeedSequence([seed, d, int(round(delta * 1000)), j]).generate_state(1)[0])
+                    cos2 = trial(activation, link, delta, d, eta, steps, seed=sub, **setup)
+                    k += cos2 > 0.5
+                    done += 1
+                    if progress:
+                        progress(done, total)
+                out.successes[(d, delta)] = k
+                out.trials[(d, delta)] = trials_per_point
+            ks = [out.successes[(d, x)] for x in deltas]
+            out.crossings[d] = fit_crossing(deltas, ks, [trials_per_point] * len(deltas))
+    except KeyboardInterrupt:
+        out.interrupted = True
+    ds = [d for d in dims if d in out.crossings]
+    out.extrapolated = extrapolate(ds, [out.crossings[d][0] for d in ds], [out.crossings[d][1] for d in ds])
+    return out
+
+
+def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=None):
+    """Markdown report with the success table, crossings, extrapolation and two PNGs."""
+    from pathlib import Path
+
+    from thresholds.plots import _pyplot
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    st = result.setup
+    lines = [f"# Empirical GD threshold: sigma = {st['activation']}, y = {st['link']}", "",
+             f"Setup: {', '.join(f'{k} = {v}' for k, v in st.items() if k != 'horizon')}.",
+             f"Horizon T(d) = ceil((t0 + c log d)/eta) steps: "
+             + ", ".join(f"d = {d}: {t}" for d, t in st["horizon"].items()) + ".",
+             "Success: squared cosine between theta and the latent subspace > 1/2 at the horizon "
+             "(unrestricted GD, fresh data and initialisation per trial).",
+             "" if not result.interrupted else "**Interrupted: partial results.**", "",
+             "| d | delta | successes / trials | rate | Wilson 95% |", "|---|---|---|---|---|"]
+    for (d, delta), k in sorted(result.successes.items()):
+        n = result.trials[(d, delta)]
+        lo, hi = wilson(k, n)
+        lines.append(f"| {d} | {delta:g} | {k} / {n} | {k / n:.2f} | [{lo:.2f}, {hi:.2f}] |")
+    lines += ["", "| d | crossing delta (p = 1/2) | s.e. |", "|---|---|---|"]
+    for d, (c, e) in result.crossings.items():
+        lines.append(f"| {d} | {'-' if c is None else f'{c:.3f}'} | {'-' if e is None else f'{e:.3f}'} |")
+    c, e = result.extrapolated
+    lines += ["", "Extrapolation in 1/log d: " + ("not enough crossings" if c is None else f"{c:.3f} +- {e:.3f}"),
+              "", f"Predicted delta_alg: {delta_alg if delta_alg is not None else 'n/a'}; predicted delta_NN: "
+              + (f"{delta_nn}" if delta_nn is not None else "not available (no delta_NN calculator yet)"), ""]
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for d in result.dims:
+        xs = [x for x in result.deltas if (d, x) in result.successes]
+        if not xs:
+            continue
+        ks = np.array([result.successes[(d, x)] for x in xs])
+        ns = np.array([result.trials[(d, x)] for x in xs])
+        lo_hi = np.array([wilson(k, n) for k, n in zip(ks, ns)])
+        rate = ks / ns
+        ax.errorbar(xs, rate, yerr=[rate - lo_hi[:, 0], lo_hi[:, 1] - rate], fmt="o-", capsize=2, label=f"d = {d}")
+    for value, name, style in ((delta_alg, "delta_alg", ":"), (delta_nn, "delta_NN", "--")):
+        if value is not None and np.isfinite(value):
+            ax.axvline(value, ls=style, color="k", label=name)
+    ax.set_xlabel("delta = n/d")
+    ax.set_ylabel("success rate")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(directory / "success.png", dpi=110)
+    plt.close(fig)
+    ds = [d for d, (c, e) in result.crossings.items() if c is not None]
+    if ds:
+        fig, ax = plt.subplots(figsize=(5, 4))
+        ax.errorbar([1 / math.log(d) for d in ds], [result.crossings[d][0] for d in ds],
+                    yerr=[result.crossings[d][1] for d in ds], fmt="o", capsize=3)
+        if c is not None:
+            ax.errorbar([0], [c], yerr=[e], fmt="s", color="tab:red", capsize=3, label="extrapolation")
+            ax.legend(fontsize=8)
+        ax.set_xlabel("1 / log d")
+        ax.set_ylabel("crossing delta")
+        fig.tight_layout()
+        fig.savefig(directory / "crossings.png", dpi=110)
+        plt.close(fig)
+        lines.append("![crossings](crossings.png)")
+    lines.append("![success](success.png)")
+    (directory / "report.md").write_text("\n".join(lines) + "\n")
+    return directory / "report.md"
