@@ -26,7 +26,7 @@ def test_200_steps_1e5_paths(benchmark):
 
 def test_1000_steps(benchmark):
     _run(5, 1000)
-    res = benchmark.pedantic(_run, args=(1000, 20_000), rounds=1, iterations=1)
+    res = benchmark.pedantic(_run, args=(1000, 100_000), rounds=1, iterations=1)
     assert np.all(np.isfinite(res.norm2))
 
 
