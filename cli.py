@@ -362,10 +362,12 @@ def _parse_range(text: str) -> list:
 @click.option("--jobs", default="auto", show_default=True,
               help="Parallelism: the GD kernel uses all cores (numba threads); 'auto' = that.")
 @click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--hessian/--no-hessian", default=False, show_default=True,
+              help="Also probe the Hessian after the first phase at each (d, delta) (needs sigma'').")
 @click.option("--report", "report_dir", default="validation-report", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the markdown report and PNGs.")
 def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, t0, c_, jobs, seed,
-                 report_dir):
+                 hessian, report_dir):
     """Empirical GD recovery threshold (success rate vs delta at several d) with a report.
 
     Ctrl-C stops the scan and writes the partial report.
@@ -376,8 +378,10 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
     from thresholds.catalog import get_activation, get_link
     from validation.threshold import scan, write_report
 
-    get_activation(activation)
+    act = get_activation(activation)
     get_link(link)
+    if hessian:
+        act.derivative(2)  # one-line error for relu-like activations
     try:
         dim_list = [int(v) for v in dims.split(",") if v.strip()]
     except ValueError:
@@ -397,6 +401,7 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("GD trials", total=1)
         result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,
+                      hessian=hessian,
                       progress=lambda done, total: bar.update(task, completed=done, total=total),
                       a=a_, b=b_, rho0=rho0, weight_decay=weight_decay)
     path = write_report(result, report_dir, delta_alg=alg.delta_alg)

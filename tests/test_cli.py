@@ -88,3 +88,41 @@ def test_spectral_errors(args, fragment):
     assert res.exit_code != 0
     assert fragment in res.output
     assert "Traceback" not in res.output
+
+
+def test_validate_writes_report(tmp_path):
+    out = tmp_path / "rep"
+    res = run("validate", "-a", "tanh", "-l", "abs", "--d", "40,60", "--deltas", "2,10", "--trials", "2",
+              "--t0", "5", "--c", "1", "--hessian", "--report", str(out))
+    assert res.exit_code == 0, res.output
+    text = (out / "report.md").read_text()
+    assert "successes / trials" in text and "Predicted delta_alg: 0.5" in text and "lowest (overlap2)" in text
+    assert (out / "success.png").stat().st_size > 1000
+
+
+@pytest.mark.parametrize("args, fragment", [
+    (("validate", "-a", "tanh", "-l", "abs", "--deltas", "a:b"), "start:stop:step"),
+    (("validate", "-a", "relu", "-l", "abs", "--hessian"), "no classical second derivative"),
+    (("validate", "-a", "tanh", "-l", "abs", "--d", "x"), "comma-separated integers"),
+])
+def test_validate_errors(args, fragment):
+    res = run(*args)
+    assert res.exit_code == 2 and fragment in res.output and "Traceback" not in res.output
+
+
+def test_dmft_json_steps(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "4", "--paths", "2000", "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert [s["t"] for s in data["steps"]] == [0, 1, 2, 3, 4]
+    assert {"norm2", "overlap_init", "train_loss", "test_loss", "norm2_err"} <= set(data["steps"][0])
+    again = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "4", "--paths", "2000", "--json")
+    assert json.loads(again.output)["steps"] == data["steps"]  # served from the cache
+    assert list(tmp_path.glob("dmft-*.pkl"))
+
+
+def test_dmft_divergence_is_one_line():
+    res = run("dmft", "-a", "cubic", "-l", "phase_retrieval", "-d", "4", "--eta", "2", "-T", "50",
+              "--paths", "2000", "--no-cache")
+    assert res.exit_code == 3 and "diverged at step" in res.output and "Traceback" not in res.output

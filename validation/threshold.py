@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import optimize
 
+from thresholds.catalog import get_link
 from validation.simulate import GDSetup, run_gd
 
 
@@ -42,10 +43,28 @@ def wilson(k: int, n: int, z: float = 1.96):
 
 
 def trial(activation, link, delta, d, eta, steps, seed, **setup):
-    """One unrestricted GD run: final squared cosine with the latent subspace."""
+    """One unrestricted GD run: (final squared cosine with the latent subspace, the run)."""
     res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=False, seed=seed, n_test=1000,
                          **setup))
-    return float(res.latent_overlap[-1] / res.norm2[-1]) if res.norm2[-1] > 0 else 0.0
+    cos2 = res.latent_overlap / np.maximum(res.norm2, 1e-300)
+    res.cos2 = cos2
+    return float(cos2[-1]), res
+
+
+def escape_time(cos2, level=0.5):
+    """First step at which the squared cosine with the latent subspace exceeds ``level`` (None if never)."""
+    idx = np.nonzero(np.asarray(cos2) > level)[0]
+    return int(idx[0]) if idx.size else None
+
+
+def hessian_at_first_phase(activation, link, delta, d, eta, steps, seed, **setup):
+    """GD restricted to the complement for ``steps`` (the first phase), then the lowest
+    Hessian eigenvalues and their squared overlaps with the latent subspace."""
+    from validation.simulate import hessian_probe
+    res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=True, seed=seed, n_test=1000, **setup))
+    X, y = res.data
+    k = get_link(link).k
+    return hessian_probe(X, y, res.theta, activation, a=setup.get("a", 1.0), b=setup.get("b", 0.0), k=k, count=2)
 
 
 def fit_crossing(deltas, successes, trials):
@@ -101,11 +120,15 @@ class ThresholdScan:
     crossings: dict = field(default_factory=dict)   # d -> (delta_c, se)
     extrapolated: tuple = (None, None)
     interrupted: bool = False
+    curves: dict = field(default_factory=dict)      # d -> (train, test, cos2) of one trial at the largest delta
+    escapes: dict = field(default_factory=dict)     # (d, delta) -> list of escape steps of successful trials
+    hessian: dict = field(default_factory=dict)     # (d, delta) -> hessian_probe output
 
 
 def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, c=10.0, seed=0,
-         progress=None, **setup) -> ThresholdScan:
-    """Run the success-rate grid; Ctrl-C stops it and returns the partial scan."""
+         progress=None, hessian=False, **setup) -> ThresholdScan:
+    """Run the success-rate grid; Ctrl-C stops it and returns the partial scan.
+    With ``hessian``, also probe the Hessian after the first phase (complement run) at each (d, delta)."""
     out = ThresholdScan({"activation": activation, "link": link, "eta": eta, "t0": t0, "c": c,
                          "horizon": {d: horizon(d, eta, t0, c) for d in dims}, **setup},
                         list(dims), list(deltas))
@@ -118,8 +141,13 @@ def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, 
                 k = 0
                 for j in range(trials_per_point):
                     sub = int(np.random.SeedSequence([seed, d, int(round(delta * 1000)), j]).generate_state(1)[0])
-                    cos2 = trial(activation, link, delta, d, eta, steps, seed=sub, **setup)
+                    cos2, run = trial(activation, link, delta, d, eta, steps, seed=sub, **setup)
                     k += cos2 > 0.5
+                    esc = escape_time(run.cos2)
+                    if cos2 > 0.5 and esc is not None:
+                        out.escapes.setdefault((d, delta), []).append(esc)
+                    if delta == max(deltas) and j == 0:
+                        out.curves[d] = (run.train_loss, run.test_loss, run.cos2)
                     done += 1
                     if progress:
                         progress(done, total)
@@ -127,6 +155,11 @@ def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, 
                 out.trials[(d, delta)] = trials_per_point
             ks = [out.successes[(d, x)] for x in deltas]
             out.crossings[d] = fit_crossing(deltas, ks, [trials_per_point] * len(deltas))
+            if hessian:
+                for delta in deltas:
+                    sub = int(np.random.SeedSequence([seed, d, int(round(delta * 1000)), 10**6]).generate_state(1)[0])
+                    out.hessian[(d, delta)] = hessian_at_first_phase(activation, link, delta, d, eta, steps, sub,
+                                                                     **setup)
     except KeyboardInterrupt:
         out.interrupted = True
     ds = [d for d in dims if d in out.crossings]
@@ -161,7 +194,38 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
     lines += ["", "Extrapolation in 1/log d: " + ("not enough crossings" if c is None else f"{c:.3f} +- {e:.3f}"),
               "", f"Predicted delta_alg: {delta_alg if delta_alg is not None else 'n/a'}; predicted delta_NN: "
               + (f"{delta_nn}" if delta_nn is not None else "not available (no delta_NN calculator yet)"), ""]
+    if result.escapes:
+        lines += ["Escape time (first step with squared cosine > 1/2) of the successful trials; THEORY",
+                  "section 5 predicts t_1 + log(c sqrt d)/(eta |z*|), i.e. growth like log d at fixed delta:", "",
+                  "| d | delta | successful trials | median escape step | log d |", "|---|---|---|---|---|"]
+        for (d, delta), esc in sorted(result.escapes.items()):
+            lines.append(f"| {d} | {delta:g} | {len(esc)} | {int(np.median(esc))} | {math.log(d):.2f} |")
+        lines.append("")
+    if result.hessian:
+        lines += ["Hessian after the first phase (GD restricted to the complement for the same horizon):",
+                  "lowest eigenvalues and the squared overlaps of their eigenvectors with the latent subspace.", "",
+                  "| d | delta | lowest (overlap2) | second (overlap2) |", "|---|---|---|---|"]
+        for (d, delta), h in sorted(result.hessian.items()):
+            (v1, o1), (v2, o2) = h["lowest"][:2]
+            lines.append(f"| {d} | {delta:g} | {v1:.4f} ({o1:.3f}) | {v2:.4f} ({o2:.3f}) |")
+        lines.append("")
     plt = _pyplot()
+    if result.curves:
+        fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
+        for d, (train, test, cos2) in result.curves.items():
+            axes[0].plot(train, label=f"train, d = {d}")
+            axes[0].plot(test, "--", label=f"test, d = {d}")
+            axes[1].plot(cos2, label=f"d = {d}")
+        axes[0].set_xlabel("step")
+        axes[0].set_title(f"losses at delta = {max(result.deltas):g}")
+        axes[1].set_xlabel("step")
+        axes[1].set_title("squared cosine with the latent subspace")
+        for ax in axes:
+            ax.legend(fontsize=7)
+        fig.tight_layout()
+        fig.savefig(directory / "curves.png", dpi=110)
+        plt.close(fig)
+        lines.append("![curves](curves.png)")
     fig, ax = plt.subplots(figsize=(6, 4))
     for d in result.dims:
         xs = [x for x in result.deltas if (d, x) in result.successes]
