@@ -130,6 +130,7 @@ class DMFTResult:
     final_g: np.ndarray
     final_w: np.ndarray
     final_weights: np.ndarray = None
+    replica_laws: list = field(default_factory=list)  # per replica: (u, y, g, weights) at the final step
     seconds: float = 0.0
     notes: list = field(default_factory=list)
 
@@ -473,7 +474,9 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
              "test loss: population risk with w ~ N(0, ||theta||^2) independent of y (null case); "
              f"E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}"]
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
-                      C, R, Cpsi, chi, *law, final_weights=weights, seconds=time.time() - start, notes=notes)
+                      C, R, Cpsi, chi, *law, final_weights=weights,
+                      replica_laws=[(o[6][0], o[6][1], o[6][2], o[7]) for o in outs],
+                      seconds=time.time() - start, notes=notes)
 
 
 def _check_null_link(link: Link):
