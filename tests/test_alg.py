@@ -88,3 +88,14 @@ def test_unsupported_kinked_multi_index_link():
 def test_precision_argument_is_validated():
     with pytest.raises(ValueError, match="dps"):
         delta_alg("abs", dps=5)
+
+
+def test_link_depending_on_its_easy_direction_only():
+    # y = sign(z1 + z2): (z1+z2)/sqrt2 is easy; the orthogonal direction does not enter y at all,
+    # so F = 0 on it (no sample size recovers it)
+    res = delta_alg("sign(z1 + z2)")
+    assert (res.easy_dim, res.hard_dim) == (1, 1) and math.isinf(res.delta_alg)
+
+
+def test_scaled_discrete_link_is_handled():
+    assert math.isinf(delta_alg("-2*sign(z1*z2*z3)").delta_alg)

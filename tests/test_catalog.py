@@ -88,3 +88,9 @@ def test_bad_links(text, fragment):
 def test_activation_must_depend_on_x():
     with pytest.raises(ExpressionError, match="does not depend on x"):
         get_activation("2*pi")
+
+
+@pytest.mark.parametrize("text, getter", [("log(z)", get_link), ("sqrt(x)", get_activation)])
+def test_non_real_expressions_are_refused(text, getter):
+    with pytest.raises(ExpressionError, match="not real and finite"):
+        getter(text)

@@ -187,6 +187,16 @@ def _multi_index(link: Link, max_order: int, level: int, epsrel: float) -> AlgRe
     while True:
         given, free = g[:n_easy], g[n_easy:]
         pairs = [(i, j) for i in range(len(free)) for j in range(i, len(free))]
+        if not any(h.has(v) for v in free):
+            # y depends on the easy coordinates only: the rest is independent noise,
+            # E[g_free | y, g_E] = 0 and E[g_free g_free^T - I | y, g_E] = 0, so F = 0
+            levels.append({"conditioning": [str(v) for v in given], "free": [str(v) for v in free],
+                           "note": "y does not depend on these coordinates"})
+            zero = np.zeros((len(pairs), len(pairs)))
+            pair_Q = (zero, zero, pairs)
+            if first_order_nonzero is None:
+                first_order_nonzero, second_order_nonzero = False, False
+            break
         funcs = list(free) + [free[i] * free[j] - (1 if i == j else 0) for i, j in pairs]
         res = LevelSetGram(h, link.variables, funcs, given=given).run(level=level, epsrel=epsrel)
         methods.add(res.method)

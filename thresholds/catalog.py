@@ -209,6 +209,7 @@ def get_activation(spec: str) -> Activation:
     expr = parse_expression(spec, ["x"])
     if not expr.has(X):
         raise ExpressionError(f"activation {spec!r} does not depend on x")
+    _check_real(expr, [X], "activation", spec)
     return Activation(spec, expr, "user expression", _is_c2(expr))
 
 
@@ -246,6 +247,21 @@ class Link:
         return lambdify_numpy(list(self.variables), self.expr)
 
 
+def _check_real(expr, symbols, what: str, text: str):
+    """Refuse expressions that are not finite and real at typical Gaussian inputs
+    (e.g. log(z) or sqrt(x), complex for negative arguments)."""
+    f = sp.lambdify(list(symbols), expr, modules=_NUMPY_MODULES)
+    pts = np.random.default_rng(12345).standard_normal((256, len(symbols)))
+    with np.errstate(all="ignore"):
+        vals = np.asarray(f(*pts.T), dtype=complex)
+    vals = np.broadcast_to(vals, (256,))
+    bad = ~np.isfinite(vals) | (np.abs(vals.imag) > 0)
+    if bad.mean() > 0.01:
+        i = int(np.argmax(bad))
+        at = ", ".join(f"{s} = {v:.3g}" for s, v in zip(symbols, pts[i]))
+        raise ExpressionError(f"{what} {text!r} is not real and finite for Gaussian inputs (e.g. at {at})")
+
+
 def _latent_names(k: int) -> list[str]:
     return ["z"] if k == 1 else [f"z{i}" for i in range(1, k + 1)]
 
@@ -273,7 +289,9 @@ def _make_link(name: str, text: str, description: str) -> Link:
         names_k = ["z"]
     latent_syms = tuple(sp.Symbol(n, real=True) for n in names_k)
     noise = EPS if "eps" in names else None
-    return Link(name, expr, latent_syms, noise, description)
+    link = Link(name, expr, latent_syms, noise, description)
+    _check_real(expr, link.variables, "link", text)
+    return link
 
 
 def get_link(spec: str) -> Link:

@@ -143,7 +143,11 @@ class LevelSetGram:
         self.funcs = list(funcs)
         self.p = len(self.funcs)
         free = [v for v in self.variables if v not in self.given]
-        self.discrete = isinstance(h, (sp.sign, sp.Heaviside))
+        coeff, core = h.as_coeff_Mul()
+        self.discrete = isinstance(core, (sp.sign, sp.Heaviside))
+        self._scale = float(coeff) if self.discrete else 1.0
+        if self.discrete:
+            self.h = h = core  # y = coeff * core: conditioning on core is conditioning on y
         if self.discrete:
             self._setup_discrete(free)
         else:
@@ -375,7 +379,7 @@ class LevelSetGram:
                 for iv, v in enumerate(self.values):
                     q, na = self._gram_terms(N[iv])
                     Q += wt * q.sum(axis=0)
-                    L += wt * v * na.sum(axis=1)
+                    L += wt * self._scale * v * na.sum(axis=1)
             return Q, L, np.zeros(p * p + p)
         total = np.zeros(p * p + p)
         err = np.zeros(p * p + p)
@@ -395,7 +399,7 @@ class LevelSetGram:
         if self.discrete:
             N = self._N_discrete((), level)[:, :, 0]
             keep = N[:, 0] > 0
-            return np.array(self.values)[keep], N[keep, 0] / N[keep, 0].sum(), N[keep]
+            return self._scale * np.array(self.values)[keep], N[keep, 0] / N[keep, 0].sum(), N[keep]
         y, w = piecewise_rule([0.0, *extra_cuts], level)
         N = np.array([self._N_continuous(t, (), level)[:, 0] for t in y])
         p = w * N[:, 0]
