@@ -12,6 +12,8 @@ Public surface (one concept per module):
   Marchenko-Pastur equation (``stieltjes``)
 * :func:`spectrum`, :func:`spike_threshold` - outliers, overlaps, thresholds (``outlier``)
 * :func:`spectral` - preprocessed spectral estimators of a link (``spectral``)
+* :class:`DMFTSetup`, :func:`solve_dmft` - DMFT of the first phase of GD (``dmft``)
+* :func:`hessian_spectrum`, :func:`hessian_weight` - Hessian after the first phase (``hessian``)
 * :class:`InverseBranches` (``branches``), :class:`LevelSetGram` (``levelset``) -
   conditional moments on level sets of a link
 * errors: :class:`ThresholdsError` and subclasses (``errors``)
@@ -22,8 +24,10 @@ from .branches import InverseBranches
 from .catalog import Activation, Link, activation_names, get_activation, get_link, link_names
 from .errors import (CatalogError, ConvergenceError, DivergenceError, ExpressionError,
                      NotDifferentiableError, ThresholdsError, UnsupportedError)
+from .dmft import DMFTResult, DMFTSetup, solve_dmft
 from .expr import parse_expression
 from .gaussian import expect_exact, expect_numeric
+from .hessian import HessianSpectrum, hessian_spectrum, hessian_weight
 from .hermite import (HermiteCoefficient, activation_hermite, hermite_coefficients,
                       information_exponent, link_hermite)
 from .levelset import LevelSetGram
@@ -38,5 +42,6 @@ __all__ = [
     "activation_names", "delta_alg", "expect_exact", "expect_numeric", "get_activation",
     "get_link", "hermite_coefficients", "information_exponent", "link_hermite", "link_names",
     "parse_expression", "spectral", "spectral_density", "spectrum", "spike_threshold", "WeightLaw",
-    "bulk_edges", "density", "stieltjes",
+    "bulk_edges", "density", "stieltjes", "DMFTResult", "DMFTSetup", "solve_dmft", "HessianSpectrum",
+    "hessian_spectrum", "hessian_weight",
 ]
