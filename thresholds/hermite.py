@@ -85,13 +85,11 @@ def hermite_coefficients(expr, var, order: int, *, dps: int = 30) -> list[Hermit
         if f_mp is None:
             f_mp = lambdify_mpmath([var], expr)
         with mpmath.workdps(dps + 5):
-            He = [mpmath.mpf(0)]
-
             def fk(t, k=k):
+                # probabilists' He_k(t) = 2^{-k/2} H_k(t / sqrt 2) (mpmath's hermite is the physicists' H_k)
                 return f_mp(t) * mpmath.hermite(k, t / mpmath.sqrt(2)) * mpmath.mpf(2) ** (-mpmath.mpf(k) / 2)
 
             res = expect_numeric(fk, dps=dps, breakpoints=breaks)
-            del He
             fact = mpmath.factorial(k)
             out.append(HermiteCoefficient(k, float(res.value / fact), None, float(res.error / fact),
                                           f"mpmath quadrature ({dps} digits)"))
@@ -114,7 +112,7 @@ def link_hermite(spec: str | Link, order: int, *, dps: int = 30) -> dict[str, li
         others = [v for v in link.variables if v != zi]
         reduced = _expect_exact_multi(link.expr, others)
         coeffs = []
-        if reduced is not None and link.k == 1 or reduced is not None and not reduced.free_symbols - {zi}:
+        if reduced is not None and not reduced.free_symbols - {zi}:
             coeffs = hermite_coefficients(reduced, zi, order, dps=dps)
         else:
             funcs = [sp.hermite_prob(j, zi) for j in range(order + 1)]

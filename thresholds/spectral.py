@@ -141,10 +141,15 @@ class Preprocessing:
                 out.append(val.real)
         return out
 
+    @functools.cached_property
+    def numpy_fn(self):
+        """T(y, delta) as a vectorized NumPy function (lambdified once)."""
+        return lambdify_numpy([YS, DELTA], self.expr)
+
     def values(self, nodes: YNodes, delta: float) -> np.ndarray:
         if self.expr is None:
             return 1.0 - 1.0 / nodes.M[:, 0, 0]
-        f = lambdify_numpy([YS, DELTA], self.expr)
+        f = self.numpy_fn
         with np.errstate(all="ignore"):
             out = f(nodes.y, np.full_like(nodes.y, delta))
         return out
@@ -199,7 +204,7 @@ def _limits(pre: Preprocessing, nodes: YNodes, delta: float):
     They bound the support of G beyond the truncated nodes."""
     if pre.expr is None:
         return (None, None)  # 1 - 1/E[g^2|y] <= 1; its lower side comes from the nodes
-    f = lambdify_numpy([YS, DELTA], pre.expr)
+    f = pre.numpy_fn
     vals = []
     for end in nodes.support:
         if not math.isinf(end):
