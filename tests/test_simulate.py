@@ -70,3 +70,31 @@ def test_crossing_fit_recovers_a_known_logistic():
     cross = [3.0 + 2.0 / np.log(d) for d in dims]
     c0, e0 = extrapolate(dims, cross, [0.1] * 4)
     assert abs(c0 - 3.0) < 1e-10 and e0 > 0
+
+
+def test_hessian_probe_matches_finite_differences_for_two_neurons():
+    # H = m Hess R: compare the matrix-free product with a finite difference of the gradient
+    from thresholds.catalog import get_activation
+    rng = np.random.default_rng(3)
+    n, d, m = 300, 5, 2
+    X = rng.standard_normal((n, d))
+    y = X[:, 0] ** 2
+    Theta = rng.standard_normal((d, m)) / np.sqrt(d)
+    act = get_activation("tanh")
+    s0, s1 = act.numpy(0), act.numpy(1)
+
+    def grad(T):  # m * grad R, flattened (d, m)
+        U = X @ T
+        f = np.mean(s0(U), axis=1)
+        return (-(X.T @ ((y - f)[:, None] * s1(U))) / n).reshape(-1)
+
+    H = np.zeros((d * m, d * m))
+    h = 1e-6
+    for i in range(d * m):
+        e = np.zeros(d * m)
+        e[i] = h
+        H[:, i] = (grad(Theta + e.reshape(d, m)) - grad(Theta - e.reshape(d, m))) / (2 * h)
+    vals = np.linalg.eigvalsh(0.5 * (H + H.T))
+    probe = hessian_probe(X, y, Theta, "tanh", k=1, count=2)
+    assert probe["lowest"][0][0] == pytest.approx(vals[0], abs=1e-6)
+    assert probe["highest"][0][0] == pytest.approx(vals[-1], abs=1e-6)

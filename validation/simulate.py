@@ -265,34 +265,50 @@ def _vectorized(act):
 
 
 def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600):
-    """Extreme eigenvalues of the scaled Hessian H = (1/n) sum_i G_i x_i x_i^T at theta (m = 1)
+    """Extreme eigenvalues of the scaled Hessian H = m Hess R at Theta (d x m; a vector for m = 1)
     and the squared overlaps of their eigenvectors with the latent subspace (first k axes).
 
-    G = a^2 sigma'(u+b)^2 - (y - a sigma(u+b)) a sigma''(u+b).  Lanczos (``eigsh``) on the
-    matrix-free product H v = X^T (G * (X v)) / n; dense ``eigh`` when d < ``dense_below``.
-    Returns {"lowest": [(value, overlap2)...], "highest": [...]}.
+    THEORY section 2: H = (1/n) sum_i W_i (x) x_i x_i^T with
+    W_jk = (a_j a_k / m) sigma'_j sigma'_k - 1[j=k] (y - f) a_j sigma''_j, f = (1/m) sum_j a_j sigma_j;
+    for m = 1, W = G = a^2 sigma'^2 - (y - a sigma) a sigma''.  Lanczos (``eigsh``) on the
+    matrix-free product (H V)_j = X^T sum_k W_jk * (X V_k) / n; dense ``eigh`` when d m < ``dense_below``.
+    ``a`` and ``b`` are scalars or length-m arrays.  Returns {"lowest": [(value, overlap2)...],
+    "highest": [...]} with the overlap summed over the m blocks.
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     act = get_activation(activation)
     s0, s1, s2 = (np.vectorize(f) for f in compiled_activation(act, True))
-    theta = np.asarray(theta, dtype=float).reshape(-1)
-    u = X @ theta + b
-    G = a * a * s1(u) ** 2 - (y - a * s0(u)) * a * s2(u)
+    Theta = np.asarray(theta, dtype=float)
+    Theta = Theta[:, None] if Theta.ndim == 1 else Theta
     n, d = X.shape
-    if d < dense_below:
-        H = (X.T * G) @ X / n
-        vals, vecs = np.linalg.eigh(H)
+    m = Theta.shape[1]
+    a = np.broadcast_to(np.asarray(a, dtype=float), (m,))
+    b = np.broadcast_to(np.asarray(b, dtype=float), (m,))
+    U = X @ Theta + b                       # (n, m)
+    d1, d2 = s1(U), s2(U)
+    f = np.mean(a * s0(U), axis=1)
+    W = np.einsum("j,k,nj,nk->njk", a, a, d1, d1) / m
+    W[:, np.arange(m), np.arange(m)] -= (y - f)[:, None] * a * d2
+
+    def matvec(v):
+        V = v.reshape(d, m)
+        P = X @ V                            # (n, m)
+        return (X.T @ np.einsum("njk,nk->nj", W, P) / n).reshape(-1)
+
+    if d * m < dense_below:
+        H = np.column_stack([matvec(e) for e in np.eye(d * m)])
+        vals, vecs = np.linalg.eigh(0.5 * (H + H.T))
         lo, hi = (vals[:count], vecs[:, :count]), (vals[::-1][:count], vecs[:, ::-1][:, :count])
     else:
-        op = LinearOperator((d, d), matvec=lambda v: X.T @ (G * (X @ v)) / n, dtype=float)
+        op = LinearOperator((d * m, d * m), matvec=matvec, dtype=float)
         lo = eigsh(op, k=count, which="SA", tol=1e-8)
         hi = eigsh(op, k=count, which="LA", tol=1e-8)
         order_lo, order_hi = np.argsort(lo[0]), np.argsort(hi[0])[::-1]
         lo, hi = (lo[0][order_lo], lo[1][:, order_lo]), (hi[0][order_hi], hi[1][:, order_hi])
     out = {}
     for name, (vals, vecs) in (("lowest", lo), ("highest", hi)):
-        out[name] = [(float(v), float(np.sum(vecs[:k, j] ** 2))) for j, v in enumerate(vals)]
+        out[name] = [(float(v), float(np.sum(vecs[:, j].reshape(d, m)[:k] ** 2))) for j, v in enumerate(vals)]
     return out
 
 
