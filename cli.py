@@ -335,7 +335,8 @@ def dmft_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, pa
 @main.command("hessian")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
 @click.option("--link", "-l", required=True, help="Link (no easy direction): name or expression.")
-@click.option("--delta", "-d", required=True, type=float, help="n/d.")
+@click.option("--delta", "-d", "delta_text", required=True,
+              help="n/d: one value, a list '4,6,8' or a range 'start:stop:step' (one row per delta).")
 @click.option("--eta", required=True, type=float, help="Step size.")
 @click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Length of the first phase.")
 @click.option("--rho0", default=1.0, show_default=True, type=float)
@@ -345,37 +346,45 @@ def dmft_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, pa
 @click.option("--paths", default=40_000, show_default=True, type=click.IntRange(2, 10**8))
 @click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000))
 @click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def hessian_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, paths, replicas, seed, as_json):
-    """Hessian spectrum after the first phase: bulk edges, hard-direction outliers (m = 1, square loss)."""
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' for several deltas).")
+def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_decay, paths, replicas, seed,
+                as_json):
+    """Hessian spectrum after the first phase: bulk edges, hard-direction outliers (m = 1, square loss).
+
+    With several deltas it prints one row per delta: a scan of the negative hard outlier
+    at this step (a delta_NN(t) scan; no threshold is claimed from it).
+    """
     from rich.markup import escape
 
     from thresholds.dmft import DMFTSetup
     from thresholds.hessian import hessian_spectrum
     from thresholds.numbers import format_with_error
 
-    setup = DMFTSetup(activation, link, delta, eta, steps, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay,
-                      paths=paths, replicas=replicas, seed=seed)
-    res = hessian_spectrum(setup)
+    deltas = _parse_range(delta_text)
+    if not deltas or min(deltas) <= 0:
+        abort("--delta must be > 0", 2)
+    results = [hessian_spectrum(DMFTSetup(activation, link, d, eta, steps, a=a_, b=b_, rho0=rho0,
+                                          weight_decay=weight_decay, paths=paths, replicas=replicas, seed=seed))
+               for d in deltas]
     if as_json:
-        emit_json(res.to_json())
+        emit_json(results[0].to_json() if len(results) == 1 else {"scan": [r.to_json() for r in results]})
         return
-    table = Table(title=escape(f"Hessian after {steps} GD steps: sigma = {activation}, y = {link}, "
-                               f"delta = {delta:g}, eta = {eta:g}, rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, "
-                               f"weight decay = {weight_decay:g}, square loss, m = 1"), show_header=False)
-    table.add_column("quantity")
-    table.add_column("value")
-    table.add_row("left bulk edge", format_with_error(res.left_edge, res.left_edge_err, max_digits=6))
-    table.add_row("right bulk edge", format_with_error(res.right_edge, res.right_edge_err, max_digits=6))
-    table.add_row("first phase settled (left edge >= 0)", "yes" if res.settled else "no")
-    neg = res.negative_outlier
-    table.add_row("negative hard outlier", "undecided (within 2 s.e.)" if neg is None else ("yes" if neg else "no"))
-    for o in res.outliers:
-        table.add_row(f"{o['side']} outlier", f"{format_with_error(o['z'], o['z_err'], max_digits=6)}, overlap^2 "
-                      f"{format_with_error(o['overlap2'], o['overlap2_err'], max_digits=4)} "
-                      f"({o['replicas_with_outlier']}/{o['replicas']} replicas)")
+    title = escape(f"Hessian after {steps} GD steps: sigma = {activation}, y = {link}, eta = {eta:g}, "
+                   f"rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, weight decay = {weight_decay:g}, square loss, m = 1, "
+                   f"{paths} paths in {replicas} replicas")
+    table = Table(title=title)
+    for col in ("delta", "left edge", "right edge", "settled", "negative hard outlier", "outliers (z, overlap^2)"):
+        table.add_column(col)
+    for res in results:
+        neg = res.negative_outlier
+        outs = "; ".join(f"{o['side']}: {o['z']:.4g} +- {o['z_err']:.1g}, {o['overlap2']:.3g} "
+                         f"({o['replicas_with_outlier']}/{o['replicas']})" for o in res.outliers) or "none"
+        table.add_row(f"{res.setup.delta:g}", format_with_error(res.left_edge, res.left_edge_err, max_digits=5),
+                      format_with_error(res.right_edge, res.right_edge_err, max_digits=5),
+                      "yes" if res.settled else "no",
+                      "undecided" if neg is None else ("yes" if neg else "no"), outs)
     console.print(table)
-    for note in res.notes:
+    for note in dict.fromkeys(n for r in results for n in r.notes):
         console.print(f"[dim]{escape(note)}[/]")
 
 

@@ -126,3 +126,15 @@ def test_dmft_divergence_is_one_line():
     res = run("dmft", "-a", "cubic", "-l", "phase_retrieval", "-d", "4", "--eta", "2", "-T", "50",
               "--paths", "2000", "--no-cache")
     assert res.exit_code == 3 and "diverged at step" in res.output and "Traceback" not in res.output
+
+
+def test_hessian_scan_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("hessian", "-a", "linear", "-l", "abs", "-d", "2,4", "--eta", "0.2", "-T", "3", "--paths", "2000",
+              "--replicas", "2", "--json")
+    assert res.exit_code == 0, res.output
+    scan = json.loads(res.output)["scan"]
+    assert [s["setup"]["delta"] for s in scan] == [2.0, 4.0]
+    assert scan[1]["bulk_edges"][0] == pytest.approx(0.25, abs=1e-9)  # Marchenko-Pastur for linear sigma
+    bad = run("hessian", "-a", "relu", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "3")
+    assert bad.exit_code == 2 and "second derivative" in bad.output
