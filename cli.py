@@ -242,7 +242,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
             table.add_row("outliers", "none")
         for i, o in enumerate(res.outliers, 1):
             table.add_row(f"outlier {i} ({o['side']})", format_with_error(o["z"], o["z_error"]))
-            table.add_row(f"  overlap^2 with latent space", format_with_error(o["overlap2"], o["overlap2_error"]))
+            table.add_row("  overlap^2 with latent space", format_with_error(o["overlap2"], o["overlap2_error"]))
     else:
         t = res.delta_T
         if t["delta_T"] == "inf":

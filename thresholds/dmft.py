@@ -256,19 +256,19 @@ def _cholesky_row(t, L, c_row):
 def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None):
     T = setup.steps
     A = np.zeros(T + 1)
-    B = np.zeros((T + 1, T + 1))
     C = np.zeros((T + 1, T + 1))
     Cpsi = np.zeros((T + 1, T + 1))
-    R = np.zeros((T + 1, T + 1))
     A[0] = 1.0
+    if setup.response == "sources":
+        return _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress)
+    B = np.zeros((T + 1, T + 1))
+    R = np.zeros((T + 1, T + 1))
     if setup.response == "linear":
         affine = _affine_coefficients(act)
         if affine is None:
             raise UnsupportedError("the 'linear' response backend needs an affine activation")
         return _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2)
-    if setup.response == "pathwise":
-        return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress)
-    return _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress)
+    return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress)
 
 
 def _check_finite(t, C, u, eta):
@@ -279,10 +279,19 @@ def _check_finite(t, C, u, eta):
         raise DivergenceError(f"DMFT diverged at step {t}: pre-activations overflow")
 
 
+def _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress):
+    """Sample side at step t, shared by the back-ends that draw paths: divergence check,
+    psi and psi' on every path, train loss, progress."""
+    _check_finite(t, C, u, setup.eta)
+    kernel(u, y, setup.a, setup.b, psi, dpsi)
+    train[t] = _train_loss(u, y, omega, setup.a, setup.b, s0)
+    if progress is not None:
+        progress(t)
+
+
 def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
     """The ``sources`` method of the module docstring."""
-    T, eta, delta, lam = setup.steps, setup.eta, setup.delta, setup.weight_decay
-    a, b, rho0 = setup.a, setup.b, setup.rho0
+    T, eta, delta, lam, rho0 = setup.steps, setup.eta, setup.delta, setup.weight_decay, setup.rho0
     kernel = make_psi_kernel(act, False)
     s0 = compiled_activation(act, False)[0]
     y, g, omega = _draw_targets(link, n, setup.g_nodes, rng)
@@ -300,11 +309,7 @@ def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
         C[: t + 1, t] = C[t, : t + 1]
         w = rho0 * A[t] * nu + (eps[:, :t] @ Bt[t, :t]) / sq
         u = w + (Psit[:, :t] @ Bt[t, :t]) / delta
-        _check_finite(t, C, u, eta)
-        kernel(u, y, a, b, psi, dpsi)
-        train[t] = _train_loss(u, y, omega, a, b, s0)
-        if progress is not None:
-            progress(t)
+        _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress)
         if t == T:
             break
         # Gram-Schmidt of psi^t against the whitened past (twice, for orthogonality in floating point)
@@ -335,8 +340,7 @@ def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
     """The ``pathwise`` method: Gaussian path by a growing Cholesky factor of C,
     exact pathwise responses (module docstring)."""
-    T, eta, delta, lam = setup.steps, setup.eta, setup.delta, setup.weight_decay
-    a, b, rho0 = setup.a, setup.b, setup.rho0
+    T, eta, delta, lam, rho0 = setup.steps, setup.eta, setup.delta, setup.weight_decay, setup.rho0
     if not act.has_second_derivative:
         act.derivative(2)  # raises NotDifferentiableError with the standard message
     kernel = make_psi_kernel(act, True)
@@ -357,11 +361,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
         _cholesky_row(t, L, C[t, : t + 1])
         w = xi[:, : t + 1] @ L[t, : t + 1]
         u = w + (eta / delta) * (Psi[:, :t] @ (B[t, :t] / eta)) if t > 0 else w.copy()
-        _check_finite(t, C, u, eta)
-        kernel(u, y, a, b, psi, dpsi)
-        train[t] = _train_loss(u, y, omega, a, b, s0)
-        if progress is not None:
-            progress(t)
+        _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress)
         if t == T:
             break
         Psi[:, t] = psi
@@ -444,7 +444,6 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     act = get_activation(setup.activation)
     link = get_link(setup.link)
     _check_null_link(link)
-    rng = np.random.default_rng(setup.seed)
     Ey, Ey2 = _y_moments(link)
     start = time.time()
     replicas = 1 if setup.response == "linear" else setup.replicas

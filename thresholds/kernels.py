@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 
 import numba
-import numpy as np
 import sympy as sp
 
 from .catalog import X, Activation

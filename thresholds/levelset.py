@@ -199,24 +199,32 @@ class LevelSetGram:
         shape = np.shape(pivot_vals)
         return [np.broadcast_to(lookup[v], shape) for v in self.variables]
 
-    def _breakpoints_1d(self, y, given_vals):
-        """Validity edges and zero crossings of each branch along the single rest variable."""
+    def _scan_breakpoints(self, args_of, zero_crossings: bool):
+        """Points along one scanned variable s where a branch stops being real (validity
+        edges) and, with ``zero_crossings``, where it crosses 0; ``args_of(s)`` gives the
+        branch arguments.  Located on GRID and refined by bisection; 0 is always included."""
         pts = [np.array([0.0])]
         with np.errstate(all="ignore"):
             for r_fn, j_fn in self._branch_fns:
                 def valid(s, r_fn=r_fn, j_fn=j_fn):
-                    return np.isfinite(r_fn(y, *given_vals, s)) & np.isfinite(j_fn(y, *given_vals, s))
+                    args = args_of(s)
+                    return np.isfinite(r_fn(*args)) & np.isfinite(j_fn(*args))
 
                 def positive(s, r_fn=r_fn):
-                    return r_fn(y, *given_vals, s) > 0
+                    return r_fn(*args_of(s)) > 0
 
                 ok = valid(GRID)
                 idx = np.nonzero(ok[1:] != ok[:-1])[0]
                 pts.append(_bisect(valid, GRID[idx], GRID[idx + 1]))
-                pos = positive(GRID) & ok
-                idx = np.nonzero((pos[1:] != pos[:-1]) & ok[1:] & ok[:-1])[0]
-                pts.append(_bisect(positive, GRID[idx], GRID[idx + 1]))
+                if zero_crossings:
+                    pos = positive(GRID) & ok
+                    idx = np.nonzero((pos[1:] != pos[:-1]) & ok[1:] & ok[:-1])[0]
+                    pts.append(_bisect(positive, GRID[idx], GRID[idx + 1]))
         return np.unique(np.concatenate(pts))
+
+    def _breakpoints_1d(self, y, given_vals):
+        """Validity edges and zero crossings of each branch along the single rest variable."""
+        return self._scan_breakpoints(lambda s: (y, *given_vals, s), zero_crossings=True)
 
     def _N_continuous(self, y, given_vals, level):
         nr = len(self.rest)
@@ -339,15 +347,8 @@ class LevelSetGram:
         """Rule over one given variable with breakpoints where the pointwise integrand changes."""
         if len(self.given) != 1 or self.rest:
             return self._given_rule(level)
-        pts = [np.array([0.0])]
-        with np.errstate(all="ignore"):
-            for r_fn, j_fn in self._branch_fns:
-                def valid(s, r_fn=r_fn, j_fn=j_fn):
-                    return np.isfinite(r_fn(y, s)) & np.isfinite(j_fn(y, s))
-                ok = valid(GRID)
-                idx = np.nonzero(ok[1:] != ok[:-1])[0]
-                pts.append(_bisect(valid, GRID[idx], GRID[idx + 1]))
-        x, w = piecewise_rule(np.unique(np.concatenate(pts)), level)
+        pts = self._scan_breakpoints(lambda s: (y, s), zero_crossings=False)
+        x, w = piecewise_rule(pts, level)
         return [(xi,) for xi in x], w * _phi(x)
 
     def _at_y(self, y, level):

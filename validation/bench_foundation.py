@@ -7,8 +7,6 @@ Goals on the 2-core CI machine:
 Run:  python -m pytest validation/bench_foundation.py --benchmark-only -p no:cacheprovider
 """
 
-import pytest
-
 from thresholds.alg import delta_alg
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 import numba
 import numpy as np
@@ -223,8 +223,11 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
         ov0[t] = float(np.vdot(Theta, Theta0)) / m
         lat[t] = float(np.vdot(Theta[:k], Theta[:k])) / m
         train[t] = loss
+        # population risk on the fresh test set, mean((y - f)^2)/2 = mean(y^2)/2 - mean(y f) + mean(f^2)/2,
+        # with mean(y^2) replaced by the exact E[y^2]: a control variate (unbiased; it removes the
+        # heavy-tailed fluctuation of y^2, e.g. Var(y^2) = 96 for y = g^2)
         yf, ff = evaluate(Xt, yt, Theta, a, b, nblocks)
-        test[t] = 0.5 * Ey2 - yf + 0.5 * ff  # exact E[y^2] as a control variate (see _test_loss)
+        test[t] = 0.5 * Ey2 - yf + 0.5 * ff
         if not np.isfinite(loss) or norm2[t] > 1e8:
             raise FloatingPointError(f"GD diverged at step {t}")
         if progress is not None:
@@ -235,33 +238,6 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
         if setup.complement:
             Theta[:k] = 0.0
     return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
-
-
-def _test_loss(Xt, yt, Theta, a, b, s0, Ey2):
-    """Population risk on the fresh test set (reference NumPy version of the estimator used
-    in :func:`run_gd`), with the term E[y^2]/2 taken exact:
-    mean((y - f)^2)/2 = mean(y^2)/2 - mean(y f) + mean(f^2)/2, and mean(y^2) -> E[y^2]
-    (a control variate: unbiased, and it removes the heavy-tailed fluctuation of y^2,
-    e.g. y = g^2 has Var(y^2) = 96)."""
-    U = Xt @ Theta  # no dtype copies: Xt is read once per step
-    f = np.mean(a * s0(np.asarray(U + b, dtype=float)), axis=1)
-    return float(0.5 * Ey2 - np.mean(yt * f) + 0.5 * np.mean(f * f))
-
-
-_VEC: dict = {}
-
-
-def _vectorized(act):
-    """sigma as a numba ufunc (compiled once per activation)."""
-    key = str(act.expr)
-    if key not in _VEC:
-        s0 = compiled_activation(act, False)[0]
-
-        @numba.vectorize(["float64(float64)"])
-        def v(t):
-            return s0(t)
-        _VEC[key] = v
-    return _VEC[key]
 
 
 def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600):
@@ -278,7 +254,7 @@ def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, d
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     act = get_activation(activation)
-    s0, s1, s2 = (np.vectorize(f) for f in compiled_activation(act, True))
+    s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)  # vectorized; sigma'' refused for relu-like
     Theta = np.asarray(theta, dtype=float)
     Theta = Theta[:, None] if Theta.ndim == 1 else Theta
     n, d = X.shape

@@ -177,7 +177,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
     st = result.setup
     lines = [f"# Empirical GD threshold: sigma = {st['activation']}, y = {st['link']}", "",
              f"Setup: {', '.join(f'{k} = {v}' for k, v in st.items() if k != 'horizon')}.",
-             f"Horizon T(d) = ceil((t0 + c log d)/eta) steps: "
+             "Horizon T(d) = ceil((t0 + c log d)/eta) steps: "
              + ", ".join(f"d = {d}: {t}" for d, t in st["horizon"].items()) + ".",
              "Success: squared cosine between theta and the latent subspace > 1/2 at the horizon "
              "(unrestricted GD, fresh data and initialisation per trial).",
