@@ -402,6 +402,231 @@ def _parse_range(text: str) -> list:
         raise click.BadParameter(f"{text!r}: use start:stop:step or a comma-separated list") from None
 
 
+def _nn_setup_options(func):
+    """Setup options shared by nn, table and grok (defaults of thresholds.nn.NNSetup)."""
+    opts = [
+        click.option("--eta", default=0.1, show_default=True, type=float, help="Step size (mean-field scaling)."),
+        click.option("--steps", "-T", default=400, show_default=True, type=click.IntRange(8, 100_000),
+                     help="Horizon of the first phase in GD steps (checkpoints at T/8 ... T)."),
+        click.option("--rho0", default=1.0, show_default=True, type=float, help="Initialization scale ||theta^0||."),
+        click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a."),
+        click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b."),
+        click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
+        click.option("--paths", default=20_000, show_default=True, type=click.IntRange(16, 10**8),
+                     help="DMFT paths (all replicas together)."),
+        click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000),
+                     help="Independent DMFT replicas (error bars)."),
+        click.option("--seed", default=0, show_default=True, type=int),
+        click.option("--search-max", default=64.0, show_default=True, type=float,
+                     help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),
+        click.option("--rtol", default=0.02, show_default=True, type=float, help="Relative width of the bracket."),
+        click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk cache."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
+def _nn_setup(activation, link, kw):
+    from thresholds.nn import NNSetup
+    return NNSetup(activation, link, eta=kw["eta"], steps=kw["steps"], a=kw["a_"], b=kw["b_"], rho0=kw["rho0"],
+                   weight_decay=kw["weight_decay"], paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
+                   search_max=kw["search_max"], rtol=kw["rtol"])
+
+
+def _setup_line(setup) -> str:
+    return (f"sigma = {setup.activation}, y = {setup.link}, a = {setup.a:g}, b = {setup.b:g}, m = {setup.m}, "
+            f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
+            f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
+            f"{setup.paths} DMFT paths in {setup.replicas} replicas, seed {setup.seed}")
+
+
+def _interval(value, low, high, found, search_max=None) -> str:
+    if not found:
+        return f"> {search_max:g}" if search_max is not None else "inf"
+    return f"{value:.4g}  [{low:.4g}, {high:.4g}]"
+
+
+def _run_nn(setup, no_cache, quiet=False):
+    """delta_NN with a progress bar and one log line per evaluated delta."""
+    from rich.markup import escape
+    from rich.progress import Progress
+
+    from thresholds.nn import delta_nn
+
+    with Progress(console=err_console, transient=True) as bar:
+        task = bar.add_task("DMFT", total=1)
+
+        def progress(done, total):
+            bar.update(task, completed=done, total=total)
+
+        def log(line):
+            if not quiet:
+                bar.console.print(f"[dim]{escape(line)}[/]")
+        return delta_nn(setup, cache=not no_cache, progress=progress, log=log)
+
+
+@main.command("nn")
+@click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
+@click.option("--link", "-l", default="phase_retrieval", show_default=True,
+              help="Link (no easy direction): name or expression.")
+@_nn_setup_options
+@click.option("--scan", "scan_text", help="Sensitivity: delta_NN for each value of one parameter, "
+              "e.g. rho0=0.1:2:10 (name=start:stop:count; rho0, a, b, eta, weight_decay, steps).")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Save the t-curve (or the --scan curve) as a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
+def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
+    """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
+    negative outlier along the hard direction (m = 1, square loss).
+
+    Prints delta_NN with its interval (bracket and Monte Carlo error), delta_alg, the
+    t-curve delta_NN(t) over the checkpoints and the rule used to call it converged.
+    """
+    from rich.markup import escape
+
+    from thresholds.nn import parse_scan
+
+    setup = _nn_setup(activation, link, kw)
+    setup.validate()
+    if scan_text:
+        from dataclasses import replace
+        name, values = parse_scan(scan_text)
+        results = [_run_nn(replace(setup, **{name: v}), kw["no_cache"], quiet=True) for v in values]
+        if plot_path:
+            from thresholds.plots import scan_figure
+            scan_figure(results, name, values, plot_path)
+        if as_json:
+            emit_json({"parameter": name, "scan": [dict(r.to_json(), value=v) for r, v in zip(results, values)]})
+            return
+        table = Table(title=escape(f"delta_NN versus {name}: " + _setup_line(setup)))
+        for col in (name, "delta_NN [interval]", "transient min_t delta_NN(t)", "converged", "settled"):
+            table.add_column(col)
+        for r, v in zip(results, values):
+            table.add_row(f"{v:g}", _interval(r.delta_nn, r.low, r.high, r.found, setup.search_max),
+                          _interval(r.transient.value, r.transient.low, r.transient.high, r.transient.found,
+                                    setup.search_max) + (f" (step {r.transient_step})" if r.transient.found else ""),
+                          "yes" if r.converged else "no", "yes" if r.settled else "no")
+        console.print(table)
+        return
+    res = _run_nn(setup, kw["no_cache"], quiet=as_json)
+    if plot_path:
+        from thresholds.plots import t_curve_figure
+        t_curve_figure(res, plot_path)
+    if as_json:
+        emit_json(res.to_json())
+        return
+    console.print(escape(_setup_line(setup)), style="dim")
+    console.print(f"delta_NN  = {_interval(res.delta_nn, res.low, res.high, res.found, setup.search_max)}"
+                  + ("  (at or below the lower end of the search)" if res.below_range else ""))
+    console.print(f"delta_alg = {res.delta_alg:.6g}" + (f"   ratio delta_NN/delta_alg = {res.ratio:.3g}"
+                                                       if res.found else ""))
+    c = res.clipped
+    console.print(f"tail check (G clipped at its 1e-3 quantile): {_interval(c.value, c.low, c.high, c.found, setup.search_max)}")
+    table = Table(title="t-curve: delta_NN(t) at the checkpoints")
+    for col in ("step", "t = eta step", "delta_NN(t) [interval]"):
+        table.add_column(col)
+    for step, cr in res.t_curve:
+        table.add_row(str(step), f"{step * setup.eta:g}", _interval(cr.value, cr.low, cr.high, cr.found,
+                                                                      setup.search_max))
+    console.print(table)
+    console.print("converged (|delta_NN(T) - delta_NN(T/2)| <= half-interval + rtol delta_NN): "
+                  + ("yes" if res.converged else "no") + f"; first phase settled: {'yes' if res.settled else 'no'} "
+                  f"(left bulk edge {res.left_edge:+.4f} +- {res.left_edge_err:.1g})")
+    for note in res.notes:
+        console.print(f"[dim]{escape(note)}[/]")
+    console.print(f"[dim]{res.seconds:.1f} s ({len(res.evaluations)} deltas evaluated)[/]")
+
+
+@main.command("table")
+@click.option("--links", default="phase_retrieval", show_default=True, help="Comma-separated links.")
+@click.option("--activations", default="gelu,quad,tanh", show_default=True, help="Comma-separated activations.")
+@_nn_setup_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a 'rows' list.")
+def table_cmd(links, activations, as_json, **kw):
+    """One row per (link, activation): delta_alg, delta_NN, their ratio, and the
+    simulated threshold when a validation of the same setup is cached."""
+    from rich.markup import escape
+
+    from thresholds.nn import cached_validation
+
+    rows = []
+    for link in [v.strip() for v in links.split(",") if v.strip()]:
+        for act in [v.strip() for v in activations.split(",") if v.strip()]:
+            setup = _nn_setup(act, link, kw)
+            setup.validate()
+            res = _run_nn(setup, kw["no_cache"], quiet=True)
+            rows.append((setup, res, cached_validation(setup)))
+    if as_json:
+        emit_json({"rows": [dict(r.to_json(), simulated=v) for _, r, v in rows]})
+        return
+    table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(rows[0][0]).split(", ", 2)[2]
+                               if rows else "delta_NN"))
+    for col in ("link", "activation", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
+                "converged", "simulated"):
+        table.add_column(col)
+    for setup, r, v in rows:
+        tr = r.transient
+        table.add_row(setup.link, setup.activation, f"{r.delta_alg:.4g}",
+                      _interval(r.delta_nn, r.low, r.high, r.found, setup.search_max),
+                      f"{r.ratio:.3g}" if r.found else "inf",
+                      _interval(tr.value, tr.low, tr.high, tr.found, setup.search_max),
+                      "yes" if r.converged else "no",
+                      "-" if v is None else (f"{v['value']:.3g} +- {v['error']:.2g} (d -> inf)"))
+    console.print(table)
+    console.print("[dim]simulated: extrapolated GD crossing from a cached `thresholds validate` run of the same "
+                  "setup ('-' when none)[/]")
+
+
+@main.command("grok")
+@click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
+@click.option("--link", "-l", default="phase_retrieval", show_default=True, help="Link: name or expression.")
+@click.option("--delta", "-d", required=True, type=float, help="n/d (above delta_NN for an escape).")
+@click.option("--d", "dims", default="1000,2000,4000,8000", show_default=True, help="Dimensions, comma-separated.")
+@_nn_setup_options
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+              help="Save the predicted train/test loss curves with the escape times as a PNG.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
+    """Predicted grokking: first-phase train/test loss (DMFT) and the escape step versus d."""
+    from rich.markup import escape
+
+    from thresholds.nn import escape_times
+
+    try:
+        dim_list = [int(v) for v in dims.split(",") if v.strip()]
+    except ValueError:
+        abort(f"--d {dims!r}: give comma-separated integers", 2)
+    if not dim_list or min(dim_list) < 2 or delta <= 0:
+        abort("--d needs dimensions >= 2 and --delta must be > 0", 2)
+    setup = _nn_setup(activation, link, kw)
+    setup.validate()
+    out = escape_times(setup, delta, dim_list, cache=not kw["no_cache"])
+    if plot_path:
+        from thresholds.plots import grok_figure
+        grok_figure(out, plot_path)
+    if as_json:
+        emit_json(out)
+        return
+    console.print(escape(_setup_line(setup) + f", delta = {delta:g}"), style="dim")
+    i = [len(out["curves"]["t"]) // 8 * k for k in (1, 2, 4, 8)]
+    cur = out["curves"]
+    console.print("first phase (DMFT): " + "; ".join(
+        f"step {cur['t'][j]}: train {cur['train_loss'][j]:.4f}, test {cur['test_loss'][j]:.4f}"
+        for j in sorted({min(k, len(cur['t']) - 1) for k in i})))
+    if out["escape"] is None:
+        console.print(out["note"])
+        return
+    console.print(f"hard outlier z* = {out['outlier_z']:.4g} +- {out['outlier_z_err']:.1g}, "
+                  f"overlap^2 {out['overlap2']:.3g}; growth log(1 - eta z*) = {out['escape']['rate_per_step']:.4g}/step")
+    table = Table(title="predicted escape step t_1 + log(sqrt d)/log(1 - eta z*)")
+    table.add_column("d")
+    table.add_column("escape step")
+    for row in out["escape"]["rows"]:
+        table.add_row(str(row["d"]), f"{row['steps']:.0f} +- {row['steps_err']:.0f}")
+    console.print(table)
+
+
 @main.command("validate")
 @click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
 @click.option("--link", "-l", required=True, help="Link: name or expression.")
@@ -461,6 +686,10 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
                       progress=lambda done, total: bar.update(task, completed=done, total=total),
                       a=a_, b=b_, rho0=rho0, weight_decay=weight_decay)
     path = write_report(result, report_dir, delta_alg=alg.delta_alg)
+    if result.extrapolated[0] is not None and not result.interrupted:
+        from thresholds.nn import NNSetup, store_validation
+        store_validation(NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay),
+                         result.extrapolated[0], result.extrapolated[1], str(path))
     console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else ""))
     for d, (cr, se) in result.crossings.items():
         console.print(f"d = {d}: crossing " + ("not bracketed" if cr is None else f"{cr:.3f} +- {se:.3f}"))

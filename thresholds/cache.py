@@ -13,7 +13,7 @@ import os
 import pickle
 from pathlib import Path
 
-VERSION = "1"
+VERSION = "2"
 
 
 def cache_dir() -> Path:

@@ -131,6 +131,7 @@ class DMFTResult:
     final_w: np.ndarray
     final_weights: np.ndarray = None
     replica_laws: list = field(default_factory=list)  # per replica: (u, y, g, weights) at the final step
+    snapshots: dict = field(default_factory=dict)  # step -> [u per replica] at the checkpoints(steps)
     seconds: float = 0.0
     notes: list = field(default_factory=list)
 
@@ -143,6 +144,12 @@ class DMFTResult:
                           "train_loss": float(self.train_loss[i]), "train_loss_err": float(self.train_loss_err[i]),
                           "test_loss": float(self.test_loss[i]), "test_loss_err": float(self.test_loss_err[i])})
         return {"setup": asdict(self.setup), "seconds": self.seconds, "notes": self.notes, "steps": steps}
+
+
+def checkpoints(steps: int) -> list[int]:
+    """Steps at which the sampling back-ends keep the pre-activations of every path
+    (for the t-curve of delta_NN): steps/8, steps/4, steps/2, 3 steps/4 and steps."""
+    return sorted({max(1, (steps * k) // 8) for k in (1, 2, 4, 6, 8)})
 
 
 # --- targets ----------------------------------------------------------------
@@ -300,6 +307,7 @@ def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
     Bt = np.zeros((T + 1, T))      # Bt(t, j), j < t
     Lpsi = np.zeros((T + 1, T + 1))
     Psit = np.zeros((n, T))        # whitened psi paths
+    snaps = dict.fromkeys(checkpoints(T))
     psi = np.empty(n)
     dpsi = np.empty(n)
     train = np.zeros(T + 1)
@@ -310,6 +318,8 @@ def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
         w = rho0 * A[t] * nu + (eps[:, :t] @ Bt[t, :t]) / sq
         u = w + (Psit[:, :t] @ Bt[t, :t]) / delta
         _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress)
+        if t in snaps:
+            snaps[t] = u.copy()
         if t == T:
             break
         # Gram-Schmidt of psi^t against the whitened past (twice, for orthogonality in floating point)
@@ -334,7 +344,7 @@ def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
         Bt[t + 1, :t] = (1 - eta * lam) * Bt[t, :t] + eta * RB + eta * Lpsi[t, :t]
         Bt[t + 1, t] = eta * Lpsi[t, t]
     law = (u, y, g, w)
-    return A, None, C, Cpsi, None, train, law, omega
+    return A, None, C, Cpsi, None, train, law, omega, snaps
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -351,6 +361,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
     Psi = np.zeros((n, T + 1))
     dPsi = np.zeros((n, T + 1))
     J = np.zeros((n, T + 1, T + 1))
+    snaps = dict.fromkeys(checkpoints(T))
     psi = np.empty(n)
     dpsi = np.empty(n)
     train = np.zeros(T + 1)
@@ -362,6 +373,8 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
         w = xi[:, : t + 1] @ L[t, : t + 1]
         u = w + (eta / delta) * (Psi[:, :t] @ (B[t, :t] / eta)) if t > 0 else w.copy()
         _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress)
+        if t in snaps:
+            snaps[t] = u.copy()
         if t == T:
             break
         Psi[:, t] = psi
@@ -375,7 +388,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
         R[t, : t + 1] = (omega * dpsi) @ J[:, t, : t + 1]
         _weight_side(t, R, A, B, eta, lam)
     law = (u, y, g, w)
-    return A, B, C, Cpsi, R, train, law, omega
+    return A, B, C, Cpsi, R, train, law, omega, snaps
 
 
 def _train_loss(u, y, omega, a, b, s0):
@@ -421,7 +434,7 @@ def _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2):
         R[t, : t + 1] = -ac * ac * F[t, : t + 1]
         _weight_side(t, R, A, B, eta, lam)
     empty = np.zeros(0)
-    return A, B, C, Cpsi, R, train, (empty, empty, empty, empty), np.zeros(0)
+    return A, B, C, Cpsi, R, train, (empty, empty, empty, empty), np.zeros(0), {}
 
 
 RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O(N T^2), no inverse)",
@@ -464,7 +477,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         se = arr.std(axis=0, ddof=1) / math.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(m)
         return m, se
 
-    A, B, C, Cpsi, R, _, law, weights = outs[0]
+    A, B, C, Cpsi, R, _, law, weights, _ = outs[0]
     chi = B / setup.eta if B is not None else None
     (n2, n2e), (o2, o2e), (tr, tre), (te, tee) = map(mean_se, (norm2, ov, train, test))
     notes = [f"response: {RESPONSES[setup.response]}",
@@ -475,6 +488,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
                       C, R, Cpsi, chi, *law, final_weights=weights,
                       replica_laws=[(o[6][0], o[6][1], o[6][2], o[7]) for o in outs],
+                      snapshots={t: [o[8][t] for o in outs] for t in (outs[0][8] if outs[0][8] else {})},
                       seconds=time.time() - start, notes=notes)
 
 

@@ -16,7 +16,10 @@ with it the computed left edge, moves down as the number of paths grows; the
 spread over replicas (each with paths/replicas paths) is reported, and a
 left edge below 0 is reported as "not settled" (negative curvature in bulk
 directions: the first phase has not reached a local minimum), never as a
-threshold.
+threshold.  The hard-outlier indicator -S(min(0, left edge)) is also
+recomputed on the law clipped from below at its 1e-3 quantile (a finite-n
+truncation of the tail); the two agree when the extreme paths do not drive
+the answer, and delta_NN reports the threshold under both.
 """
 
 from __future__ import annotations
@@ -55,6 +58,9 @@ class HessianSpectrum:
     negative_indicator_err: float
     outliers: list = field(default_factory=list)
     notes: list = field(default_factory=list)
+    step: int = 0
+    negative_indicator_clipped: float = math.nan
+    negative_indicator_clipped_err: float = math.nan
 
     @property
     def negative_outlier(self) -> bool | None:
@@ -69,7 +75,10 @@ class HessianSpectrum:
                 "bulk_edges_err": [self.left_edge_err, self.right_edge_err], "settled": self.settled,
                 "negative_indicator": self.negative_indicator,
                 "negative_indicator_err": self.negative_indicator_err,
-                "negative_outlier": self.negative_outlier, "outliers": self.outliers, "notes": self.notes}
+                "negative_indicator_clipped": self.negative_indicator_clipped,
+                "negative_indicator_clipped_err": self.negative_indicator_clipped_err,
+                "negative_outlier": self.negative_outlier, "outliers": self.outliers, "step": self.step,
+                "notes": self.notes}
 
 
 def _mean_se(values):
@@ -78,39 +87,66 @@ def _mean_se(values):
     return float(v.mean()), float(se)
 
 
-def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:
-    """Hessian spectrum after the first phase described by ``setup`` (DMFT run, cached)."""
-    act = get_activation(setup.activation)
-    act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
-    res = solve_dmft(setup, cache=cache, progress=progress)
-    lefts, rights, indicators, found = [], [], [], []
-    for u, y, g, w in res.replica_laws:
-        G = hessian_weight(act, setup.a, setup.b, u, y)
-        law = WeightLaw.from_nodes(G, w, np.asarray(g) ** 2, description="Hessian weight")
-        sp = spectrum(law, setup.delta)
-        lefts.append(sp.left.z)
-        rights.append(sp.right.z)
-        indicators.append(_negative_indicator(law, setup.delta))
-        found.append(sp.outliers)
+CLIP_QUANTILE = 1e-3  # tail-sensitivity check: the law of G clipped at this lower quantile
+
+
+def _clip_lower(G, w, q):
+    """G clipped from below at its weighted q-quantile."""
+    order = np.argsort(G)
+    k = min(int(np.searchsorted(np.cumsum(w[order]), q)), G.size - 1)
+    return np.maximum(G, G[order][k])
+
+
+def _one_law(act, setup, delta, u, y, g, w):
+    """Edges, negative indicator (plain and tail-clipped) and outliers of one replica's law."""
+    G = hessian_weight(act, setup.a, setup.b, u, y)
+    M = np.asarray(g) ** 2
+    law = WeightLaw.from_nodes(G, w, M, description="Hessian weight")
+    sp = spectrum(law, delta)
+    clipped = WeightLaw.from_nodes(_clip_lower(G, np.asarray(w), CLIP_QUANTILE), w, M, description="clipped")
+    return sp.left.z, sp.right.z, _negative_indicator(law, delta), _negative_indicator(clipped, delta), sp.outliers
+
+
+def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
+    lefts, rights, indicators, clipped, found = zip(*per_replica)
     left, left_se = _mean_se(lefts)
     right, right_se = _mean_se(rights)
     ind, ind_se = _mean_se(indicators)
+    cind, cind_se = _mean_se(clipped)
     outliers = []
     for side in ("left", "right"):
-        per = [[o for o in f if o.side == side] for f in found]
-        count = sum(1 for p in per if p)
-        if count:
-            zs = [min(p, key=lambda o: o.z).z if side == "left" else max(p, key=lambda o: o.z).z for p in per if p]
-            ov = [min(p, key=lambda o: o.z).overlap2 if side == "left" else max(p, key=lambda o: o.z).overlap2
-                  for p in per if p]
-            z, z_se = _mean_se(zs)
-            o2, o2_se = _mean_se(ov)
+        pick = min if side == "left" else max
+        best = [pick((o for o in f if o.side == side), key=lambda o: o.z) for f in found
+                if any(o.side == side for o in f)]
+        if best:
+            z, z_se = _mean_se([o.z for o in best])
+            o2, o2_se = _mean_se([o.overlap2 for o in best])
             outliers.append({"side": side, "z": z, "z_err": z_se, "overlap2": o2, "overlap2_err": o2_se,
-                             "replicas_with_outlier": count, "replicas": len(per)})
+                             "replicas_with_outlier": len(best), "replicas": len(found)})
     notes = [f"law: empirical law of {setup.paths // setup.replicas} DMFT paths per replica, "
-             f"{setup.replicas} replicas (mean +- s.e.)"]
+             f"{setup.replicas} replicas (mean +- s.e.), after {step} steps"]
     settled = left >= -2 * left_se
     if not settled:
         notes.append("left bulk edge below 0: negative curvature in bulk directions, the first phase has not "
                      "settled at this step (not a threshold)")
-    return HessianSpectrum(setup, left, left_se, right, right_se, settled, ind, ind_se, outliers, notes)
+    return HessianSpectrum(setup, left, left_se, right, right_se, settled, ind, ind_se, outliers, notes,
+                           step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se)
+
+
+def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None) -> dict:
+    """Hessian spectra at every DMFT checkpoint (``thresholds.dmft.checkpoints``): step -> HessianSpectrum."""
+    act = get_activation(setup.activation)
+    act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
+    res = solve_dmft(setup, cache=cache, progress=progress)
+    laws = res.replica_laws
+    snaps = res.snapshots or {setup.steps: [law[0] for law in laws]}
+    out = {}
+    for step in sorted(snaps):
+        per = [_one_law(act, setup, setup.delta, u, y, g, w) for u, (_, y, g, w) in zip(snaps[step], laws)]
+        out[step] = _aggregate(setup, per, step)
+    return out
+
+
+def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:
+    """Hessian spectrum after the first phase described by ``setup`` (DMFT run, cached)."""
+    return hessian_spectra(setup, cache=cache, progress=progress)[setup.steps]

@@ -57,3 +57,74 @@ def dmft_figure(path, t, series, *, title=""):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+def _finite_points(crossings):
+    """(x, value, low, high) of the crossings that were found."""
+    return [(x, c.value, c.low, c.high) for x, c in crossings if c.found]
+
+
+def _interval_plot(ax, crossings, label, color):
+    pts = _finite_points(crossings)
+    if pts:
+        x, v, lo, hi = map(np.asarray, zip(*pts))
+        ax.errorbar(x, v, yerr=[v - lo, hi - v], fmt="o-", capsize=3, color=color, label=label)
+    missing = [x for x, c in crossings if not c.found]
+    if missing:
+        top = ax.get_ylim()[1] if pts else 1.0
+        ax.scatter(missing, [top] * len(missing), marker="^", color=color, label=f"{label}: none found")
+
+
+def t_curve_figure(result, path):
+    """delta_NN(t) over the checkpoints, with delta_alg."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    eta = result.setup.eta
+    _interval_plot(ax, [(s * eta, c) for s, c in result.t_curve], "delta_NN(t)", "tab:red")
+    ax.axhline(result.delta_alg, color="tab:blue", ls="--", label="delta_alg")
+    ax.set_xlabel("t = eta x steps")
+    ax.set_ylabel("delta")
+    ax.set_title(f"{result.setup.activation} / {result.setup.link}", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def scan_figure(results, name, values, path):
+    """delta_NN at the horizon and the transient minimum versus one setup parameter."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    _interval_plot(ax, [(v, r.crossing_at_horizon) for v, r in zip(values, results)], "delta_NN", "tab:red")
+    _interval_plot(ax, [(v, r.transient) for v, r in zip(values, results)], "min_t delta_NN(t)", "tab:orange")
+    if results:
+        ax.axhline(results[0].delta_alg, color="tab:blue", ls="--", label="delta_alg")
+    ax.set_xlabel(name)
+    ax.set_ylabel("delta")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def grok_figure(out, path):
+    """Predicted first-phase train/test loss and the predicted escape steps."""
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4))
+    c = out["curves"]
+    t = np.asarray(c["t"])
+    for key, color in (("train_loss", "tab:blue"), ("test_loss", "tab:orange")):
+        v, e = np.asarray(c[key]), np.asarray(c[key + "_err"])
+        ax.plot(t, v, color=color, label=key.replace("_", " ") + " (DMFT, first phase)")
+        ax.fill_between(t, v - 2 * e, v + 2 * e, color=color, alpha=0.25)
+    if out.get("escape"):
+        for i, row in enumerate(out["escape"]["rows"]):
+            ax.axvline(row["steps"], color="tab:red", ls=":", lw=1)
+            ax.text(row["steps"], ax.get_ylim()[1], f"d={row['d']}", rotation=90, va="top", fontsize=7)
+    ax.set_xlabel("GD step")
+    ax.set_ylabel("loss")
+    ax.set_title(f"delta = {out['delta']:g}: predicted escape steps (dotted)", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
