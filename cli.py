@@ -412,6 +412,8 @@ def _nn_setup_options(func):
         click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a."),
         click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b."),
         click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
+        click.option("--sphere", is_flag=True, help="Spherical GD: theta rescaled to ||theta|| = rho0 each step "
+                     "(Hessian = Riemannian Hessian on the sphere)."),
         click.option("--paths", default=20_000, show_default=True, type=click.IntRange(16, 10**8),
                      help="DMFT paths (all replicas together)."),
         click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000),
@@ -430,14 +432,15 @@ def _nn_setup_options(func):
 def _nn_setup(activation, link, kw):
     from thresholds.nn import NNSetup
     return NNSetup(activation, link, eta=kw["eta"], steps=kw["steps"], a=kw["a_"], b=kw["b_"], rho0=kw["rho0"],
-                   weight_decay=kw["weight_decay"], paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
+                   weight_decay=kw["weight_decay"], sphere=kw["sphere"], paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
                    search_max=kw["search_max"], rtol=kw["rtol"])
 
 
 def _setup_line(setup) -> str:
     return (f"sigma = {setup.activation}, y = {setup.link}, a = {setup.a:g}, b = {setup.b:g}, m = {setup.m}, "
             f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
-            f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
+            + ("spherical GD, " if setup.sphere else "")
+            + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
             f"{setup.paths} DMFT paths in {setup.replicas} replicas, seed {setup.seed}")
 
 

@@ -40,6 +40,11 @@ Responses (the cost driver), chosen by ``response``:
 * ``"linear"``: for affine activations every expectation is Gaussian
   algebra (no sampling): the closed-form DMFT used by the tests.
 
+Spherical GD (``sphere``): after every step theta is rescaled to ||theta|| = rho0.
+At d = inf the factor is deterministic, rho0 / sqrt(C_unnormalized(t+1, t+1)),
+so it multiplies A(t+1) and the row B(t+1, .) (Bt for ``sources``); the sample
+side uses the same coefficients, so nothing else changes.
+
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
 """
@@ -81,6 +86,7 @@ class DMFTSetup:
     g_nodes: int = 0
     loss: str = "square"
     m: int = 1
+    sphere: bool = False  # spherical GD: theta rescaled to ||theta|| = rho0 after every step
 
     def validate(self):
         if not self.delta > 0:
@@ -91,6 +97,10 @@ class DMFTSetup:
             raise ThresholdsError(f"steps must be a positive integer, got {self.steps}")
         if self.rho0 < 0 or self.weight_decay < 0:
             raise ThresholdsError("rho0 and weight_decay must be >= 0")
+        if self.sphere and self.response == "linear":
+            raise UnsupportedError("spherical GD is solved by the sampling back-ends (sources, pathwise)")
+        if self.sphere and not self.rho0 > 0:
+            raise ThresholdsError("spherical GD needs rho0 > 0 (the radius of the sphere)")
         if self.response not in RESPONSES:
             raise ThresholdsError(f"unknown response method {self.response!r}; choose from {', '.join(RESPONSES)}")
         if self.response != "linear" and self.paths < 2 * self.replicas:
@@ -180,12 +190,19 @@ def _draw_targets(link: Link, n: int, g_nodes: int, rng):
 
 
 def _y_moments(link: Link):
-    """Exact E[y], E[y^2] (SymPy when the integrals close, else the level-set engine)."""
+    """Exact E[y], E[y^2]: SymPy when the integrals close; else, for a noiseless single-index
+    link, mpmath quadrature in g (split at the kinks); else the level-set engine."""
     from .hermite import _expect_exact_multi
     out = []
     for power in (1, 2):
         val = _expect_exact_multi(link.expr**power, link.variables)
-        if val is None:
+        if val is None and link.k == 1 and link.noise is None:
+            from .catalog import lambdify_mpmath
+            from .gaussian import expect_numeric, kinks
+            var = link.variables[0]
+            val = expect_numeric(lambdify_mpmath([var], link.expr**power), dps=20,
+                                 breakpoints=kinks(link.expr, var)).value
+        elif val is None:
             from .levelset import LevelSetGram
             res = LevelSetGram(link.expr, link.variables, [link.expr ** (power - 1)]).run(level=4)
             val = res.L[0]
@@ -343,6 +360,10 @@ def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
         A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
         Bt[t + 1, :t] = (1 - eta * lam) * Bt[t, :t] + eta * RB + eta * Lpsi[t, :t]
         Bt[t + 1, t] = eta * Lpsi[t, t]
+        if setup.sphere:
+            scale = rho0 / math.sqrt(rho0**2 * A[t + 1] ** 2 + Bt[t + 1, : t + 1] @ Bt[t + 1, : t + 1] / delta)
+            A[t + 1] *= scale
+            Bt[t + 1, : t + 1] *= scale
     law = (u, y, g, w)
     return A, None, C, Cpsi, None, train, law, omega, snaps
 
@@ -387,6 +408,11 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
             J[:, t, :t] = np.einsum("r,nr,nrs->ns", coef, dPsi[:, :t], J[:, :t, :t])
         R[t, : t + 1] = (omega * dpsi) @ J[:, t, : t + 1]
         _weight_side(t, R, A, B, eta, lam)
+        if setup.sphere:
+            b_row = B[t + 1, : t + 1]
+            scale = rho0 / math.sqrt(rho0**2 * A[t + 1] ** 2 + b_row @ Cpsi[: t + 1, : t + 1] @ b_row / delta)
+            A[t + 1] *= scale
+            B[t + 1, : t + 1] *= scale
     law = (u, y, g, w)
     return A, B, C, Cpsi, R, train, law, omega, snaps
 

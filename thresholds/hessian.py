@@ -32,7 +32,7 @@ import numpy as np
 from .catalog import get_activation
 from .dmft import DMFTSetup, solve_dmft
 from .outlier import _negative_indicator, spectrum
-from .stieltjes import WeightLaw
+from .stieltjes import WeightLaw, bulk_edges
 
 
 def hessian_weight(activation, a: float, b: float, u, y):
@@ -97,14 +97,32 @@ def _clip_lower(G, w, q):
     return np.maximum(G, G[order][k])
 
 
-def _one_law(act, setup, delta, u, y, g, w):
-    """Edges, negative indicator (plain and tail-clipped) and outliers of one replica's law."""
+def sphere_shift(act, setup, u, y, w) -> float:
+    """mu = theta^T grad R / ||theta||^2 = -E[psi u] / rho0^2: the Riemannian Hessian of R on the
+    sphere ||theta|| = rho0 is the Euclidean one minus mu I (on the tangent space)."""
+    s0, s1 = act.numpy(0), act.numpy(1)
+    z = np.asarray(u) + setup.b
+    psi = (np.asarray(y) - setup.a * s0(z)) * setup.a * s1(z)
+    return float(-np.sum(np.asarray(w) * psi * np.asarray(u)) / setup.rho0**2)
+
+
+def _one_law(act, setup, delta, u, y, g, w, outliers=True):
+    """Edges, negative indicator (plain and tail-clipped) and outliers of one replica's law,
+    all for the Riemannian Hessian (shifted by -mu) when GD runs on the sphere."""
     G = hessian_weight(act, setup.a, setup.b, u, y)
     M = np.asarray(g) ** 2
+    mu = sphere_shift(act, setup, u, y, w) if setup.sphere else 0.0
     law = WeightLaw.from_nodes(G, w, M, description="Hessian weight")
-    sp = spectrum(law, delta)
+    if outliers:
+        sp = spectrum(law, delta)
+        left, right, found = sp.left, sp.right, sp.outliers
+    else:
+        (left, right), found = bulk_edges(law, delta), []
     clipped = WeightLaw.from_nodes(_clip_lower(G, np.asarray(w), CLIP_QUANTILE), w, M, description="clipped")
-    return sp.left.z, sp.right.z, _negative_indicator(law, delta), _negative_indicator(clipped, delta), sp.outliers
+    for o in found:
+        o.z -= mu
+    return (left.z - mu, right.z - mu, _negative_indicator(law, delta, mu),
+            _negative_indicator(clipped, delta, mu), found)
 
 
 def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
@@ -125,6 +143,8 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
                              "replicas_with_outlier": len(best), "replicas": len(found)})
     notes = [f"law: empirical law of {setup.paths // setup.replicas} DMFT paths per replica, "
              f"{setup.replicas} replicas (mean +- s.e.), after {step} steps"]
+    if setup.sphere:
+        notes.append("spherical GD: Riemannian Hessian on the sphere (Euclidean spectrum minus theta^T grad R / rho0^2)")
     settled = left >= -2 * left_se
     if not settled:
         notes.append("left bulk edge below 0: negative curvature in bulk directions, the first phase has not "
@@ -133,8 +153,11 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
                            step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se)
 
 
-def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None) -> dict:
-    """Hessian spectra at every DMFT checkpoint (``thresholds.dmft.checkpoints``): step -> HessianSpectrum."""
+def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outliers: str = "final") -> dict:
+    """Hessian spectra at every DMFT checkpoint (``thresholds.dmft.checkpoints``): step -> HessianSpectrum.
+    The outliers themselves (a grid search in alpha, the costly part) are located at the
+    ``"final"`` step only, at ``"all"`` steps or at ``"none"``; edges and the negative-outlier
+    indicator are computed at every step."""
     act = get_activation(setup.activation)
     act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
     res = solve_dmft(setup, cache=cache, progress=progress)
@@ -142,7 +165,8 @@ def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None) -> d
     snaps = res.snapshots or {setup.steps: [law[0] for law in laws]}
     out = {}
     for step in sorted(snaps):
-        per = [_one_law(act, setup, setup.delta, u, y, g, w) for u, (_, y, g, w) in zip(snaps[step], laws)]
+        want = outliers == "all" or (outliers == "final" and step == setup.steps)
+        per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, (_, y, g, w) in zip(snaps[step], laws)]
         out[step] = _aggregate(setup, per, step)
     return out
 

@@ -57,7 +57,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from .dmft import DMFTSetup, checkpoints
-from .errors import ThresholdsError
+from .errors import DivergenceError, ThresholdsError
 from .hessian import CLIP_QUANTILE, hessian_spectra
 
 SCANNABLE = ("rho0", "a", "b", "eta", "weight_decay", "steps")
@@ -77,6 +77,7 @@ class NNSetup:
     weight_decay: float = 0.0
     loss: str = "square"
     m: int = 1
+    sphere: bool = False
     paths: int = 20_000
     replicas: int = 4
     seed: int = 0
@@ -87,7 +88,8 @@ class NNSetup:
     def dmft(self, delta: float) -> DMFTSetup:
         return DMFTSetup(self.activation, self.link, float(delta), self.eta, int(self.steps), a=self.a, b=self.b,
                          rho0=self.rho0, weight_decay=self.weight_decay, paths=self.paths,
-                         replicas=self.replicas, seed=self.seed, loss=self.loss, m=self.m)
+                         replicas=self.replicas, seed=self.seed, loss=self.loss, m=self.m,
+                         sphere=self.sphere)
 
     def validate(self):
         self.dmft(1.0).validate()
@@ -175,9 +177,11 @@ class NNResult:
         return out
 
 
-def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None) -> Evaluation:
-    """Hessian indicators at every checkpoint for one delta (one DMFT run)."""
-    spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress)
+def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
+             outliers: str = "none") -> Evaluation:
+    """Hessian indicators at every checkpoint for one delta (one DMFT run); the outlier
+    positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for."""
+    spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress, outliers=outliers)
     steps = sorted(spectra)
     ev = Evaluation(float(delta), steps, [], [], [], [], [], [], [], [], [])
     for s in steps:
@@ -215,7 +219,7 @@ def crossing(evals: list, step: int, key: str = "indicator", bracket_only: bool 
 
 
 def _cache_key(setup: NNSetup) -> dict:
-    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 2}
+    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 3}
 
 
 def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> NNResult:
@@ -256,7 +260,19 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
                 a = mid
         return b
 
-    below = f(lo) > 0
+    diverged = []
+    while True:
+        try:
+            below = f(lo) > 0
+            break
+        except DivergenceError:
+            diverged.append(lo)
+            if log:
+                log(f"delta = {lo:.5g}: GD diverges at this step size; moving up")
+            if 2 * lo > setup.search_max:
+                raise DivergenceError(f"GD diverges for every delta tried up to {lo:g} at eta = {setup.eta:g}: "
+                                      "lower the step size") from None
+            lo *= 2
     b = lo
     if not below:
         a = lo
@@ -280,6 +296,9 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
     half = [c for s, c in curve if s == max(1, T // 2)][0]
     t_min, transient = min(curve, key=lambda sc: sc[1].value)
     notes = []
+    if diverged:
+        notes.append(f"GD diverges at eta = {setup.eta:g} for delta = {', '.join(f'{d:g}' for d in diverged)}: "
+                     f"the search starts at {lo:g}")
     if transient.found and transient.value < main.low:
         notes.append(f"non-monotone t-curve: a negative hard outlier exists from delta = {transient.value:.4g} at "
                      f"step {t_min} (t = {t_min * setup.eta:g}) but not at the horizon; finite-d GD can escape "
@@ -315,7 +334,7 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
     """Predicted escape (grokking) step for each d (module docstring), with the DMFT
     train/test loss curves of the first phase."""
     from .dmft import solve_dmft
-    ev = evaluate(setup, delta, cache=cache, progress=progress)
+    ev = evaluate(setup, delta, cache=cache, progress=progress, outliers="final")
     res = solve_dmft(setup.dmft(delta), cache=cache)
     i = ev.at(int(setup.steps))
     z, z_err = ev.outlier_z[i], ev.outlier_z_err[i]
@@ -328,7 +347,7 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
         out["escape"] = None
         out["note"] = "no negative hard outlier at this delta: GD does not escape (delta <= delta_NN)"
         return out
-    t1 = next(s for s, v, zz in zip(ev.steps, ev.indicator, ev.outlier_z) if v > 0 and zz < 0)
+    t1 = next(s for s, v in zip(ev.steps, ev.indicator) if v > 0)
     rate = math.log1p(-setup.eta * z)
     drate = setup.eta * z_err / (1 - setup.eta * z)
     rows = []
@@ -342,7 +361,8 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
 def _validation_key(setup: NNSetup) -> dict:
     """What a finite-d validation shares with a delta_NN setup (its horizon grows with d)."""
     return {"activation": setup.activation, "link": setup.link, "a": setup.a, "b": setup.b, "rho0": setup.rho0,
-            "eta": setup.eta, "weight_decay": setup.weight_decay, "loss": setup.loss, "m": setup.m}
+            "eta": setup.eta, "weight_decay": setup.weight_decay, "loss": setup.loss, "m": setup.m,
+            "sphere": setup.sphere}
 
 
 def store_validation(setup: NNSetup, value: float, error: float, report: str) -> None:

@@ -151,18 +151,20 @@ def _right_indicator(law, delta):
     return float(np.linalg.eigvalsh(S_matrix(law, delta, edge.alpha))[-1])
 
 
-def _negative_indicator(law, delta):
-    """> 0 iff an outlier sits below min(0, left edge): -(lowest eigenvalue of S there)."""
-    if law.G_inf >= 0:  # D is positive semi-definite
+def _negative_indicator(law, delta, level: float = 0.0):
+    """> 0 iff an outlier sits below min(level, left edge): -(lowest eigenvalue of S there).
+    ``level`` = 0 asks for a negative outlier; another level serves a shifted matrix
+    (e.g. the Riemannian Hessian on a sphere, H - mu I, with level = mu)."""
+    if law.G_inf >= 0 and level <= 0:  # D is positive semi-definite
         return -1.0
     left, right = bulk_edges(law, delta)
     if left.kind not in ("root", "pole"):
         return -1.0
-    if left.z < 0:
+    if left.z < level:
         alpha = left.alpha
     else:
-        # alpha on the left branch where z(alpha) = 0 (z increases from -inf at 0+ to the edge)
-        alpha = optimize.brentq(lambda a: z_of_alpha(law, delta, a), left.alpha * 1e-14, left.alpha,
+        # alpha on the left branch where z(alpha) = level (z increases from -inf at 0+ to the edge)
+        alpha = optimize.brentq(lambda a: z_of_alpha(law, delta, a) - level, left.alpha * 1e-14, left.alpha,
                                 xtol=1e-300, rtol=1e-15, maxiter=500)
     return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0])
 

@@ -42,6 +42,7 @@ class GDSetup:
     weight_decay: float = 0.0
     m: int = 1
     complement: bool = True
+    sphere: bool = False  # rescale every theta_j to norm rho0 after each step
     seed: int = 0
     n_test: int = 5_000
     dtype: str = "float64"
@@ -237,6 +238,8 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
         Theta += setup.eta * grad - setup.eta * setup.weight_decay * Theta
         if setup.complement:
             Theta[:k] = 0.0
+        if setup.sphere:
+            Theta *= (setup.rho0 / np.sqrt(np.sum(Theta * Theta, axis=0))).astype(dtype)
     return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
 
 

@@ -1,0 +1,91 @@
+"""delta_NN: the search, its interval, the t-curve bookkeeping and the CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from thresholds.nn import Evaluation, NNSetup, crossing, delta_nn, parse_scan
+from thresholds.outlier import spike_threshold
+from thresholds.stieltjes import WeightLaw
+
+
+def _ev(delta, values, errs):
+    n = len(values)
+    nan = [math.nan] * n
+    return Evaluation(delta, list(range(1, n + 1)), list(values), list(errs), list(values), list(errs),
+                      [0.0] * n, [0.0] * n, nan, nan, nan)
+
+
+def test_crossing_interpolates_and_propagates_the_monte_carlo_error():
+    # indicator f(delta) = delta - 5 with s.e. 0.1 everywhere: crossing 5, slope 1,
+    # half-width = hypot(bracket/2, 2 * 0.1 / 1)
+    evs = [_ev(d, [d - 5.0], [0.1]) for d in (2.0, 4.0, 6.0, 8.0)]
+    c = crossing(evs, 1)
+    assert c.found and c.value == pytest.approx(5.0)
+    hw = math.hypot(1.0, 0.2)
+    assert c.low == pytest.approx(5.0 - hw) and c.high == pytest.approx(5.0 + hw)
+
+
+def test_crossing_none_and_below_range():
+    none = crossing([_ev(d, [-1.0], [0.1]) for d in (1.0, 2.0)], 1)
+    assert not none.found and none.value == math.inf and none.low == 2.0
+    below = crossing([_ev(d, [1.0], [0.1]) for d in (1.0, 2.0)], 1)
+    assert below.found and below.value == 1.0 and below.low == 0.0
+
+
+def test_linear_activation_has_no_threshold(tmp_path, monkeypatch):
+    # sigma linear: G = a^2 > 0 for every sample, never a negative outlier: "inf" with the bound
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = delta_nn(NNSetup("linear", "abs", eta=0.2, steps=8, paths=800, replicas=2, search_max=4.0))
+    out = res.to_json()
+    assert out["delta_nn"] == "inf" and out["search_max"] == 4.0 and not res.found
+    assert out["setup"]["activation"] == "linear" and res.settled
+
+
+def test_threshold_at_initialization_matches_the_spectral_engine(tmp_path, monkeypatch):
+    # With eta -> 0 the law after 8 steps is the law at initialization: u ~ N(0, 1)
+    # independent of g, G = 6 u^2 - 2 y for quad.  Independent route: tensor Gauss-Hermite
+    # nodes in (u, g) and the spectral engine's own negative-outlier threshold.
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    w = w / w.sum()
+    U, Gg = np.meshgrid(x, x, indexing="ij")
+    law = WeightLaw.from_nodes((6 * U**2 - 6 * np.tanh(Gg**2)).ravel(), np.outer(w, w).ravel(), (Gg**2).ravel())
+    exact = spike_threshold(lambda d: law, kind="negative", search_min=0.5, search_max=16, rtol=1e-8).value
+    res = delta_nn(NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, paths=40_000, replicas=4,
+                           search_max=16.0, rtol=0.01))
+    assert res.found and res.low <= exact <= res.high, (exact, res.delta_nn, res.low, res.high)
+    assert res.high - res.low < 0.2 * exact  # the interval is informative, not just wide
+    assert res.converged  # nothing moves at eta = 1e-4
+
+
+def test_parse_scan():
+    assert parse_scan("rho0=0.5:2:4") == ("rho0", [0.5, 1.0, 1.5, 2.0])
+    assert parse_scan("steps=100:400:4")[1] == [100, 200, 300, 400]
+    for bad in ("rho0", "rho0=1:2", "depth=1:2:3", "eta=a:b:c"):
+        with pytest.raises(ValueError):
+            parse_scan(bad)
+
+
+def test_nn_cli_json_and_cache(tmp_path):
+    from cli import main
+    env = {"THRESHOLDS_CACHE": str(tmp_path)}
+    args = ["nn", "-a", "linear", "-l", "abs", "--eta", "0.2", "-T", "8", "--paths", "800", "--replicas", "2",
+            "--search-max", "2", "--json"]
+    first = CliRunner().invoke(main, args, env=env)
+    assert first.exit_code == 0, first.output
+    out = json.loads(first.output)
+    assert out["delta_nn"] == "inf" and out["search_max"] == 2.0
+    assert {"delta_nn_low", "delta_nn_high", "setup", "t_curve", "converged"} <= set(out)
+    again = CliRunner().invoke(main, args, env=env)
+    assert json.loads(again.output)["seconds"] == out["seconds"]  # served from the cache
+
+
+def test_nn_cli_errors_are_one_line():
+    from cli import main
+    for args in (["nn", "-a", "relu"], ["nn", "-a", "quad", "--scan", "depth=1:2:3"], ["nn", "-a", "nosuch"]):
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code == 2 and "Traceback" not in res.output and res.output.count("\n") <= 2, res.output
