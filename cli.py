@@ -414,6 +414,11 @@ def _nn_setup_options(func):
         click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
         click.option("--sphere", is_flag=True, help="Spherical GD: theta rescaled to ||theta|| = rho0 each step "
                      "(Hessian = Riemannian Hessian on the sphere)."),
+        click.option("--law", type=click.Choice(["dmft", "gd"]), default="dmft", show_default=True,
+                     help="Law of (u, y, g) after the first phase: the DMFT (d = inf), or finite-d GD restricted "
+                     "to the complement of theta_* (seeds = --replicas, dimension --law-d)."),
+        click.option("--law-d", default=1000, show_default=True, type=click.IntRange(50, 10**6),
+                     help="Dimension of the finite-d law (--law gd)."),
         click.option("--paths", default=20_000, show_default=True, type=click.IntRange(16, 10**8),
                      help="DMFT paths (all replicas together)."),
         click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000),
@@ -432,7 +437,8 @@ def _nn_setup_options(func):
 def _nn_setup(activation, link, kw):
     from thresholds.nn import NNSetup
     return NNSetup(activation, link, eta=kw["eta"], steps=kw["steps"], a=kw["a_"], b=kw["b_"], rho0=kw["rho0"],
-                   weight_decay=kw["weight_decay"], sphere=kw["sphere"], paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
+                   weight_decay=kw["weight_decay"], sphere=kw["sphere"], law=kw["law"], law_d=kw["law_d"],
+                   paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
                    search_max=kw["search_max"], rtol=kw["rtol"])
 
 
@@ -441,7 +447,9 @@ def _setup_line(setup) -> str:
             f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
             + ("spherical GD, " if setup.sphere else "")
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
-            f"{setup.paths} DMFT paths in {setup.replicas} replicas, seed {setup.seed}")
+            + (f"{setup.paths} DMFT paths in {setup.replicas} replicas" if setup.law == "dmft" else
+               f"law from finite-d GD at d = {setup.law_d}, {setup.replicas} seeds")
+            + f", seed {setup.seed}")
 
 
 def _interval(value, low, high, found, search_max=None) -> str:
@@ -533,6 +541,13 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
         table.add_row(str(step), f"{step * setup.eta:g}", _interval(cr.value, cr.low, cr.high, cr.found,
                                                                       setup.search_max))
     console.print(table)
+    fd = Table(title="finite d: smallest delta whose hard component grows by sqrt(d) during the first phase")
+    fd.add_column("d")
+    fd.add_column("predicted threshold [interval]")
+    for row in res.finite_d((200, 400, 1000, 2000, 4000, 10_000, 100_000)):
+        fd.add_row(str(row["d"]), "> search range" if not row["found"]
+                   else f"{row['value']:.4g}  [{row['low']:.4g}, {row['high']:.4g}]")
+    console.print(fd)
     console.print("converged (|delta_NN(T) - delta_NN(T/2)| <= half-interval + rtol delta_NN): "
                   + ("yes" if res.converged else "no") + f"; first phase settled: {'yes' if res.settled else 'no'} "
                   f"(left bulk edge {res.left_edge:+.4f} +- {res.left_edge_err:.1g})")
@@ -620,13 +635,17 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
     if out["escape"] is None:
         console.print(out["note"])
         return
-    console.print(f"hard outlier z* = {out['outlier_z']:.4g} +- {out['outlier_z_err']:.1g}, "
-                  f"overlap^2 {out['overlap2']:.3g}; growth log(1 - eta z*) = {out['escape']['rate_per_step']:.4g}/step")
-    table = Table(title="predicted escape step t_1 + log(sqrt d)/log(1 - eta z*)")
+    g = out["growth"]
+    console.print(f"log-growth of the hard component over the first phase L(T) = {g['log_growth'][-1]:.3g} "
+                  f"+- {g['log_growth_err'][-1]:.2g}; hard outlier at the horizon: "
+                  + ("none" if not out["outlier_z"] < 0 else f"{out['outlier_z']:.4g} +- {out['outlier_z_err']:.1g}"))
+    table = Table(title=escape("predicted escape step: first t with L(t) = log sqrt(d)"))
     table.add_column("d")
     table.add_column("escape step")
     for row in out["escape"]["rows"]:
-        table.add_row(str(row["d"]), f"{row['steps']:.0f} +- {row['steps_err']:.0f}")
+        table.add_row(str(row["d"]), "never" if row["steps"] is None
+                      else f"{row['steps']:.0f} +- {row['steps_err']:.0f}" + (" (extrapolated)" if row.get("note")
+                                                                             else ""))
     console.print(table)
 
 

@@ -89,3 +89,35 @@ def test_nn_cli_errors_are_one_line():
     for args in (["nn", "-a", "relu"], ["nn", "-a", "quad", "--scan", "depth=1:2:3"], ["nn", "-a", "nosuch"]):
         res = CliRunner().invoke(main, args)
         assert res.exit_code == 2 and "Traceback" not in res.output and res.output.count("\n") <= 2, res.output
+
+
+def test_table_and_grok_commands(tmp_path):
+    from cli import main
+    env = {"THRESHOLDS_CACHE": str(tmp_path)}
+    common = ["--eta", "0.2", "-T", "8", "--paths", "800", "--replicas", "2", "--search-max", "2"]
+    res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", *common, "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output)["rows"][0]
+    assert row["delta_nn"] == "inf" and row["delta_alg"] == pytest.approx(0.5, rel=1e-6) and row["simulated"] is None
+    res = CliRunner().invoke(main, ["grok", "-a", "linear", "-l", "abs", "-d", "1.5", *common, "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["escape"] is None and len(out["curves"]["train_loss"]) == 9
+
+
+def test_escape_time_formula():
+    # growth (1 - eta z*) per step from d^{-1/2}: t_esc - t_1 = log(sqrt d) / log(1 - eta z*)
+    from thresholds.nn import escape_steps
+    rows = escape_steps(t1=50, z=-1.0, z_err=0.1, eta=0.1, dims=[100, 10_000])
+    assert rows[0]["steps"] == pytest.approx(50 + math.log(10) / math.log(1.1))
+    assert rows[1]["steps"] - 50 == pytest.approx(2 * (rows[0]["steps"] - 50))
+
+
+def test_finite_d_law_route_brackets_the_initialization_threshold(tmp_path, monkeypatch):
+    # law = "gd": the law of (u, y, g) from finite-d GD restricted to the complement.  At
+    # eta = 1e-4 it is the law at initialization, whose threshold is 2.60 (test above):
+    # no negative hard outlier at delta = 2, one at delta = 4.
+    from thresholds.nn import evaluate
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    setup = NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="gd", law_d=500, replicas=3)
+    assert evaluate(setup, 2.0).indicator[-1] < 0 < evaluate(setup, 4.0).indicator[-1]

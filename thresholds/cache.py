@@ -13,7 +13,7 @@ import os
 import pickle
 from pathlib import Path
 
-VERSION = "2"
+VERSION = "3"
 
 
 def cache_dir() -> Path:

@@ -158,8 +158,8 @@ class DMFTResult:
 
 def checkpoints(steps: int) -> list[int]:
     """Steps at which the sampling back-ends keep the pre-activations of every path
-    (for the t-curve of delta_NN): steps/8, steps/4, steps/2, 3 steps/4 and steps."""
-    return sorted({max(1, (steps * k) // 8) for k in (1, 2, 4, 6, 8)})
+    (for the t-curve of delta_NN and the escape growth): k steps / 16, k = 1..16."""
+    return sorted({max(1, (steps * k) // 16) for k in range(1, 17)})
 
 
 # --- targets ----------------------------------------------------------------

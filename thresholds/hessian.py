@@ -31,7 +31,8 @@ import numpy as np
 
 from .catalog import get_activation
 from .dmft import DMFTSetup, solve_dmft
-from .outlier import _negative_indicator, spectrum
+from .errors import UnsupportedError
+from .outlier import _negative_indicator, lowest_outlier, spectrum
 from .stieltjes import WeightLaw, bulk_edges
 
 
@@ -61,6 +62,7 @@ class HessianSpectrum:
     step: int = 0
     negative_indicator_clipped: float = math.nan
     negative_indicator_clipped_err: float = math.nan
+    hard_z: list = field(default_factory=list)  # per replica: lowest hard outlier below 0 (nan: none)
 
     @property
     def negative_outlier(self) -> bool | None:
@@ -78,6 +80,7 @@ class HessianSpectrum:
                 "negative_indicator_clipped": self.negative_indicator_clipped,
                 "negative_indicator_clipped_err": self.negative_indicator_clipped_err,
                 "negative_outlier": self.negative_outlier, "outliers": self.outliers, "step": self.step,
+                "hard_z_per_replica": self.hard_z,
                 "notes": self.notes}
 
 
@@ -121,12 +124,12 @@ def _one_law(act, setup, delta, u, y, g, w, outliers=True):
     clipped = WeightLaw.from_nodes(_clip_lower(G, np.asarray(w), CLIP_QUANTILE), w, M, description="clipped")
     for o in found:
         o.z -= mu
-    return (left.z - mu, right.z - mu, _negative_indicator(law, delta, mu),
-            _negative_indicator(clipped, delta, mu), found)
+    z_low, ind = lowest_outlier(law, delta, mu)
+    return (left.z - mu, right.z - mu, ind, _negative_indicator(clipped, delta, mu), found, z_low - mu)
 
 
 def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
-    lefts, rights, indicators, clipped, found = zip(*per_replica)
+    lefts, rights, indicators, clipped, found, z_low = zip(*per_replica)
     left, left_se = _mean_se(lefts)
     right, right_se = _mean_se(rights)
     ind, ind_se = _mean_se(indicators)
@@ -150,7 +153,8 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
         notes.append("left bulk edge below 0: negative curvature in bulk directions, the first phase has not "
                      "settled at this step (not a threshold)")
     return HessianSpectrum(setup, left, left_se, right, right_se, settled, ind, ind_se, outliers, notes,
-                           step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se)
+                           step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se,
+                           hard_z=list(z_low))
 
 
 def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outliers: str = "final") -> dict:
@@ -168,6 +172,45 @@ def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outl
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
         per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, (_, y, g, w) in zip(snaps[step], laws)]
         out[step] = _aggregate(setup, per, step)
+    return out
+
+
+def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None) -> dict:
+    """The same spectra with the law of (u, y, g) taken from finite-d GD restricted to the
+    complement of theta_* (THEORY section 3, the cross-check that needs no long DMFT):
+    ``setup.replicas`` independent seeds at dimension ``d`` play the part of the replicas,
+    each contributing its n = delta d training samples at every checkpoint; the d = inf
+    spectral equations of section 4 are then applied to that empirical law."""
+    from validation.simulate import GDSetup, run_gd
+
+    from .catalog import get_link
+    from .dmft import checkpoints
+    act = get_activation(setup.activation)
+    act.derivative(2)
+    k = get_link(setup.link).k
+    if k != 1:
+        raise UnsupportedError("the finite-d law route covers single-index links")
+    steps = checkpoints(setup.steps)
+    laws = {s: [] for s in steps}
+    for r in range(setup.replicas):
+        run = run_gd(GDSetup(setup.activation, setup.link, setup.delta, d, setup.eta, setup.steps, a=setup.a,
+                             b=setup.b, rho0=setup.rho0, weight_decay=setup.weight_decay, complement=True,
+                             sphere=setup.sphere, seed=1000 * setup.seed + r, n_test=200),
+                     snapshots=steps, progress=(lambda t, r=r: progress(r * (setup.steps + 1) + t + 1,
+                                                                         setup.replicas * (setup.steps + 1)))
+                     if progress else None)
+        X, y = run.data
+        g = X[:, 0]
+        w = np.full(y.size, 1.0 / y.size)
+        for s in steps:
+            laws[s].append((run.snapshots[s][:, 0], y, g, w))
+    out = {}
+    for step in steps:
+        want = outliers == "all" or (outliers == "final" and step == setup.steps)
+        per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws[step]]
+        out[step] = _aggregate(setup, per, step)
+        out[step].notes[0] = (f"law: empirical law of finite-d GD restricted to the complement, d = {d}, "
+                              f"{setup.replicas} seeds (mean +- s.e.), after {step} steps")
     return out
 
 

@@ -41,12 +41,16 @@ the checkpoints is reported as ``delta_nn_transient`` with its step; at
 finite d, where escaping needs only about log(sqrt d)/(eta |z*|) steps, GD
 can use that window.
 
-Grokking (THEORY section 5).  For delta > delta_NN with hard outlier z* < 0 at
-the horizon, a perturbation along the outlier grows by (1 - eta z*) per step
-from an overlap of order d^{-1/2}, so the escape takes
-t_esc(d) = t_1 + log(sqrt(d)) / log(1 - eta z*) steps, t_1 the first
-checkpoint at which the outlier exists (the O(1) constant in front of
-d^{-1/2} is set to 1).
+Grokking and finite d (THEORY section 5).  While the Hessian has a negative
+hard outlier z*(t), the hard component of theta grows by (1 - eta z*(t)) per
+step from an overlap of order d^{-1/2} (linearization around the first-phase
+trajectory; the O(1) constant in front of d^{-1/2} is set to 1).  With z*(t)
+at the checkpoints (piecewise constant in between, no growth without an
+outlier) the log-growth is L(t) = sum log(1 - eta z*), and GD escapes at the
+first t with L(t) = log sqrt(d); with a stable outlier at the horizon this
+is THEORY's t_1 + log(sqrt d) / (eta |z*|).  The same L gives a finite-d
+threshold: the smallest delta with L(T) >= log sqrt(d) (``finite_d``), which
+tends to delta_NN as d -> inf and is what a simulation at that d measures.
 """
 
 from __future__ import annotations
@@ -58,8 +62,9 @@ import numpy as np
 
 from .dmft import DMFTSetup, checkpoints
 from .errors import DivergenceError, ThresholdsError
-from .hessian import CLIP_QUANTILE, hessian_spectra
+from .hessian import CLIP_QUANTILE, hessian_spectra, hessian_spectra_gd
 
+FINITE_D = (200, 400, 1000, 2000, 4000, 10_000, 100_000)
 SCANNABLE = ("rho0", "a", "b", "eta", "weight_decay", "steps")
 
 
@@ -78,6 +83,8 @@ class NNSetup:
     loss: str = "square"
     m: int = 1
     sphere: bool = False
+    law: str = "dmft"        # "dmft" or "gd": law of (u, y, g) from finite-d GD (replicas = seeds)
+    law_d: int = 1000        # dimension of the "gd" law
     paths: int = 20_000
     replicas: int = 4
     seed: int = 0
@@ -93,6 +100,10 @@ class NNSetup:
 
     def validate(self):
         self.dmft(1.0).validate()
+        if self.law not in ("dmft", "gd"):
+            raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
+        if self.law == "gd" and self.law_d < 50:
+            raise ThresholdsError("law_d must be >= 50")
         if not 0 < self.rtol < 1:
             raise ThresholdsError(f"rtol must be in (0, 1), got {self.rtol}")
         if not self.search_max > max(self.search_min, 0):
@@ -114,6 +125,7 @@ class Evaluation:
     outlier_z: list          # lowest hard outlier (nan when none) per checkpoint
     outlier_z_err: list
     overlap2: list
+    hard_z: list = field(default_factory=list)  # per checkpoint: per-replica lowest negative hard outlier
 
     def at(self, step):
         return self.steps.index(step)
@@ -151,10 +163,26 @@ class NNResult:
     evaluations: list = field(default_factory=list)
     notes: list = field(default_factory=list)
     seconds: float = 0.0
+    path_check: dict = None
 
     @property
     def crossing_at_horizon(self) -> Crossing:
         return Crossing(self.delta_nn, self.low, self.high, self.found)
+
+    def finite_d(self, dims) -> list:
+        """Predicted finite-d threshold per d: smallest delta at which the linearized growth of
+        the hard component through the first phase, exp(L(T)), reaches sqrt(d) (``growth``)."""
+        eta = self.setup.eta
+        evs = sorted(self.evaluations, key=lambda e: e.delta)
+        curves = [(e.delta, growth(e, eta), e.indicator[-1] > 0) for e in evs]
+        out = []
+        for d in dims:
+            target = 0.5 * math.log(d)
+            # an outlier still present at the horizon keeps growing: escape at every d
+            vals = [(delta, max(float(L[-1]) - target, 1e-9) if alive else float(L[-1]) - target, float(se[-1]))
+                    for delta, (_, L, se), alive in curves]
+            out.append({"d": int(d), **first_crossing(vals).to_json()})
+        return out
 
     @property
     def ratio(self) -> float:
@@ -168,9 +196,11 @@ class NNResult:
                "clip_quantile": CLIP_QUANTILE,
                "t_curve": [{"step": s, "t": s * self.setup.eta, **c.to_json()} for s, c in self.t_curve],
                "converged": self.converged, "settled": self.settled,
+               "finite_d": self.finite_d(FINITE_D),
                "delta_nn_transient": {"step": self.transient_step, **self.transient.to_json()},
                "left_edge": self.left_edge, "left_edge_err": self.left_edge_err,
                "setup": asdict(self.setup), "notes": self.notes, "seconds": self.seconds,
+               "path_check": self.path_check,
                "evaluations": [asdict(e) for e in self.evaluations]}
         if not self.found:
             out["search_max"] = self.setup.search_max
@@ -181,7 +211,15 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
              outliers: str = "none") -> Evaluation:
     """Hessian indicators at every checkpoint for one delta (one DMFT run); the outlier
     positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for."""
-    spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress, outliers=outliers)
+    from . import cache as _cache
+    key = {"nn-eval": asdict(setup), "delta": float(delta), "outliers": outliers, "version": 1}
+    if setup.law == "dmft":
+        spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress, outliers=outliers)
+    else:
+        hit = _cache.load("nn-eval", key) if cache else None
+        if hit is not None:
+            return hit
+        spectra = hessian_spectra_gd(setup.dmft(delta), setup.law_d, outliers=outliers, progress=progress)
     steps = sorted(spectra)
     ev = Evaluation(float(delta), steps, [], [], [], [], [], [], [], [], [])
     for s in steps:
@@ -193,17 +231,40 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
         ev.left_edge.append(h.left_edge)
         ev.left_edge_err.append(h.left_edge_err)
         left = [o for o in h.outliers if o["side"] == "left" and o["z"] < 0]
-        ev.outlier_z.append(left[0]["z"] if left else math.nan)
-        ev.outlier_z_err.append(left[0]["z_err"] if left else math.nan)
+        zs = np.asarray(h.hard_z, dtype=float)
+        has = np.isfinite(zs) & (zs < 0)
+        ev.outlier_z.append(float(zs[has].mean()) if has.any() else math.nan)
+        ev.outlier_z_err.append(float(zs[has].std(ddof=1) / math.sqrt(has.sum())) if has.sum() > 1 else math.nan)
         ev.overlap2.append(left[0]["overlap2"] if left else math.nan)
+        ev.hard_z.append([float(z) for z in zs])
+    if setup.law == "gd" and cache:
+        _cache.store("nn-eval", key, ev)
     return ev
+
+
+def growth(ev: Evaluation, eta: float):
+    """Cumulative log-growth of the hard component through the first phase, per checkpoint:
+    L(t_k) = sum_{j <= k} (t_j - t_{j-1}) log(1 - eta z*(t_j)) over the checkpoints with a
+    negative hard outlier z*(t_j) (piecewise constant in between; no growth without one).
+    Returns (steps, mean L, s.e. of L) over the replicas."""
+    z = np.asarray(ev.hard_z, dtype=float)                     # (checkpoints, replicas)
+    rate = np.where(np.isfinite(z) & (z < 0), np.log1p(-eta * np.where(np.isfinite(z), z, 0.0)), 0.0)
+    widths = np.diff(np.concatenate([[0], ev.steps]))[:, None]
+    L = np.cumsum(widths * rate, axis=0)
+    se = L.std(axis=1, ddof=1) / math.sqrt(L.shape[1]) if L.shape[1] > 1 else np.zeros(L.shape[0])
+    return list(ev.steps), L.mean(axis=1), se
 
 
 def crossing(evals: list, step: int, key: str = "indicator", bracket_only: bool = False) -> Crossing:
     """First sign change (- to +) of the indicator at ``step`` along the evaluated deltas,
     by linear interpolation; interval = bracket half-width and Monte Carlo half-width in quadrature."""
     pts = sorted(evals, key=lambda e: e.delta)
-    vals = [(e.delta, getattr(e, key)[e.at(step)], getattr(e, key + "_err")[e.at(step)]) for e in pts]
+    return first_crossing([(e.delta, getattr(e, key)[e.at(step)], getattr(e, key + "_err")[e.at(step)])
+                           for e in pts])
+
+
+def first_crossing(vals) -> Crossing:
+    """First sign change (- to +) of f along [(delta, f, s.e.)] sorted in delta."""
     if vals and vals[0][1] > 0:
         d0 = vals[0][0]
         return Crossing(d0, 0.0, d0, True)
@@ -219,7 +280,7 @@ def crossing(evals: list, step: int, key: str = "indicator", bracket_only: bool 
 
 
 def _cache_key(setup: NNSetup) -> dict:
-    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 3}
+    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 4}
 
 
 def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> NNResult:
@@ -318,13 +379,28 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
                      "has not settled (negative curvature in bulk directions too)")
     if main.found and clip.found and (clip.high < main.low or clip.low > main.high):
         notes.append(f"tail-driven: with G clipped at its {CLIP_QUANTILE:g} quantile delta_NN = {clip.value:.4g}")
+    path_check = None
+    if setup.law == "dmft":
+        half_setup = replace(setup, paths=max(setup.paths // 2, 2 * setup.replicas))
+        hv = evaluate(half_setup, ref.delta, cache=cache, progress=progress)
+        diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
+        err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
+        bad = [s for s, d_, e in zip(ref.steps, diff, err) if abs(d_) > 2 * e]
+        path_check = {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
+                      "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
+                      "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
+        if bad:
+            notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
+                         f"by more than 2 s.e. between {half_setup.paths} and {setup.paths} paths from step "
+                         f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); the law of the "
+                         "sources back-end carries a bias that grows with t (README); use more paths or --law gd")
     if below:
         notes.append(f"negative hard outlier already at the lower end of the search ({lo:.4g}): delta_NN <= {lo:.4g}")
     if not main.found:
         notes.append(f"no negative hard outlier up to search_max = {setup.search_max:g}")
     result = NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
                       settled, transient, t_min, ref.left_edge[i], ref.left_edge_err[i],
-                      sorted(el, key=lambda e: e.delta), notes, time.time() - start)
+                      sorted(el, key=lambda e: e.delta), notes, time.time() - start, path_check)
     if cache:
         _cache.store("nn", _cache_key(setup), result)
     return result
@@ -343,19 +419,45 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
            "curves": {"t": res.t.tolist(), "train_loss": res.train_loss.tolist(),
                       "train_loss_err": res.train_loss_err.tolist(), "test_loss": res.test_loss.tolist(),
                       "test_loss_err": res.test_loss_err.tolist()}}
-    if not (ev.indicator[i] > 0 and math.isfinite(z) and z < 0):
+    steps, L, L_se = growth(ev, setup.eta)
+    out["growth"] = {"steps": steps, "log_growth": L.tolist(), "log_growth_err": L_se.tolist()}
+    if not L[-1] > 0 and not (math.isfinite(z) and z < 0):
         out["escape"] = None
-        out["note"] = "no negative hard outlier at this delta: GD does not escape (delta <= delta_NN)"
+        out["note"] = "no negative hard outlier during the first phase: GD does not escape (delta <= delta_NN(t))"
         return out
-    t1 = next(s for s, v in zip(ev.steps, ev.indicator) if v > 0)
-    rate = math.log1p(-setup.eta * z)
-    drate = setup.eta * z_err / (1 - setup.eta * z)
+    rows = []
+    widths = np.diff(np.concatenate([[0], steps]))
+    for d in dims:
+        target = 0.5 * math.log(d)
+        row = {"d": int(d), "steps": None, "steps_err": None}
+        for k, step in enumerate(steps):
+            if L[k] >= target:
+                prev = L[k - 1] if k else 0.0
+                rate = (L[k] - prev) / widths[k]
+                row["steps"] = float(step - (L[k] - target) / rate)
+                row["steps_err"] = float(L_se[k] / rate)
+                break
+        else:
+            if math.isfinite(z) and z < 0:  # still growing at the horizon: extrapolate at the final rate
+                row = escape_steps(steps[-1], z, z_err, setup.eta, [d])[0]
+                row["steps"] -= (L[-1] / math.log1p(-setup.eta * z))
+                row["note"] = "extrapolated beyond the horizon at the final outlier"
+            else:
+                row["note"] = "the outlier disappears before the overlap reaches O(1): no escape at this d"
+        rows.append(row)
+    out["escape"] = {"rows": rows, "model": "hard overlap d^{-1/2} exp(L(t)), escape at L(t) = log sqrt(d)"}
+    return out
+
+
+def escape_steps(t1, z, z_err, eta, dims) -> list:
+    """t_esc(d) = t1 + log(sqrt d) / log(1 - eta z) for an outlier z < 0 (s.e. z_err), per d."""
+    rate = math.log1p(-eta * z)
+    drate = eta * z_err / (1 - eta * z)
     rows = []
     for d in dims:
         grow = 0.5 * math.log(d) / rate
         rows.append({"d": int(d), "steps": t1 + grow, "steps_err": grow * drate / rate})
-    out["escape"] = {"t1": t1, "rate_per_step": rate, "rows": rows}
-    return out
+    return rows
 
 
 def _validation_key(setup: NNSetup) -> dict:

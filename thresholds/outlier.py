@@ -169,6 +169,24 @@ def _negative_indicator(law, delta, level: float = 0.0):
     return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0])
 
 
+def lowest_outlier(law, delta, level: float = 0.0):
+    """(z*, indicator): the lowest outlier below min(level, left edge) (nan when there is none)
+    and the indicator of ``_negative_indicator``.  The lowest eigenvalue of S increases from
+    +inf (alpha -> 0+, z -> -inf) along the left branch, so z* is its single root there
+    (Brent in alpha): a few dozen evaluations of S instead of the grid of ``spectrum``."""
+    ind = _negative_indicator(law, delta, level)
+    if not ind > 0:
+        return math.nan, ind
+    left, _ = bulk_edges(law, delta)
+    top = left.alpha
+    if left.z >= level:
+        top = optimize.brentq(lambda a: z_of_alpha(law, delta, a) - level, left.alpha * 1e-14, left.alpha,
+                              xtol=1e-300, rtol=1e-15, maxiter=500)
+    low = lambda a: float(np.linalg.eigvalsh(S_matrix(law, delta, a))[0])  # noqa: E731
+    alpha = optimize.brentq(low, top * 1e-14, top, xtol=1e-300, rtol=1e-13, maxiter=500)
+    return float(z_of_alpha(law, delta, alpha)), ind
+
+
 @dataclass
 class ThresholdResult:
     """Smallest delta at which the requested outlier exists.

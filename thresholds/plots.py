@@ -118,7 +118,9 @@ def grok_figure(out, path):
         ax.plot(t, v, color=color, label=key.replace("_", " ") + " (DMFT, first phase)")
         ax.fill_between(t, v - 2 * e, v + 2 * e, color=color, alpha=0.25)
     if out.get("escape"):
-        for i, row in enumerate(out["escape"]["rows"]):
+        for row in out["escape"]["rows"]:
+            if row["steps"] is None:
+                continue
             ax.axvline(row["steps"], color="tab:red", ls=":", lw=1)
             ax.text(row["steps"], ax.get_ylim()[1], f"d={row['d']}", rotation=90, va="top", fontsize=7)
     ax.set_xlabel("GD step")

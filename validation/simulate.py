@@ -192,8 +192,10 @@ def _data(link, n, d, rng, dtype):
     return X, y
 
 
-def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
-    """Full-batch GD; records norms, train loss, test loss (fresh samples) and latent overlap per step."""
+def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
+    """Full-batch GD; records norms, train loss, test loss (fresh samples) and latent overlap per step.
+    At the steps in ``snapshots`` the pre-activations X theta (n x m) of the training set are kept
+    in ``result.snapshots`` (step -> array)."""
     act = get_activation(setup.activation)
     link = get_link(setup.link)
     rng = np.random.default_rng(setup.seed)
@@ -217,6 +219,7 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
     nblocks = max(1, numba.get_num_threads())
     T = setup.steps
     norm2, ov0, train, test, lat = (np.zeros(T + 1) for _ in range(5))
+    snap_steps, snaps = set(snapshots), {}
     start = time.time()
     for t in range(T + 1):
         loss = step(X, y, Theta, a, b, grad, nblocks)
@@ -233,6 +236,8 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
             raise FloatingPointError(f"GD diverged at step {t}")
         if progress is not None:
             progress(t)
+        if t in snap_steps:
+            snaps[t] = X @ Theta
         if t == T:
             break
         Theta += setup.eta * grad - setup.eta * setup.weight_decay * Theta
@@ -240,7 +245,9 @@ def run_gd(setup: GDSetup, *, progress=None) -> GDResult:
             Theta[:k] = 0.0
         if setup.sphere:
             Theta *= (setup.rho0 / np.sqrt(np.sum(Theta * Theta, axis=0))).astype(dtype)
-    return GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
+    out = GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
+    out.snapshots = snaps
+    return out
 
 
 def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600):

@@ -1,0 +1,52 @@
+"""Speed benchmarks of delta_NN (pytest-benchmark; not timed unit tests).
+
+Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
+3 minutes from an empty cache, and under 1 s from the cache.  Two setups:
+
+* quad with y = 3 tanh(z^2) at eta = 1e-4, 8 steps (a threshold is found: the
+  bisection runs to the end; the interval printed includes the Monte Carlo part);
+* gelu / phase_retrieval with the defaults of `thresholds nn` (the full search
+  up to delta = 64 and the transient refinement: the longest default search).
+
+Run:  python -m pytest validation/bench_nn.py --benchmark-only -p no:cacheprovider -s
+"""
+
+import os
+import tempfile
+import time
+
+from thresholds.nn import NNSetup, delta_nn
+
+SETUPS = {"quad / 3 tanh(z^2), found": NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, paths=40_000),
+          "gelu / phase_retrieval, defaults": NNSetup("gelu")}
+
+
+def _cold_and_warm(setup):
+    old = os.environ.get("THRESHOLDS_CACHE")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["THRESHOLDS_CACHE"] = tmp
+        try:
+            t0 = time.time()
+            res = delta_nn(setup)
+            cold = time.time() - t0
+            t0 = time.time()
+            delta_nn(setup)
+            warm = time.time() - t0
+        finally:
+            if old is None:
+                os.environ.pop("THRESHOLDS_CACHE")
+            else:
+                os.environ["THRESHOLDS_CACHE"] = old
+    return res, cold, warm
+
+
+def test_delta_nn_cold_and_cached(benchmark):
+    rows = []
+    for name, setup in SETUPS.items():
+        res, cold, warm = _cold_and_warm(setup)
+        rows.append((name, res, cold, warm))
+    for name, res, cold, warm in rows:
+        value = f"{res.delta_nn:.4g} [{res.low:.4g}, {res.high:.4g}]" if res.found else f"> {res.setup.search_max:g}"
+        print(f"{name:34s} delta_NN = {value:28s} {len(res.evaluations):2d} deltas  cold {cold:6.1f} s "
+              f"(goal 180 s)  cached {warm:5.2f} s (goal 1 s)")
+    benchmark.pedantic(lambda: None, rounds=1, iterations=1)
