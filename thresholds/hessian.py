@@ -31,7 +31,7 @@ import numpy as np
 
 from .catalog import get_activation
 from .dmft import DMFTSetup, solve_dmft
-from .errors import UnsupportedError
+from .errors import DivergenceError, UnsupportedError
 from .outlier import _negative_indicator, lowest_outlier, spectrum
 from .stieltjes import WeightLaw, bulk_edges
 
@@ -193,12 +193,16 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
     steps = checkpoints(setup.steps)
     laws = {s: [] for s in steps}
     for r in range(setup.replicas):
-        run = run_gd(GDSetup(setup.activation, setup.link, setup.delta, d, setup.eta, setup.steps, a=setup.a,
-                             b=setup.b, rho0=setup.rho0, weight_decay=setup.weight_decay, complement=True,
-                             sphere=setup.sphere, seed=1000 * setup.seed + r, n_test=200),
-                     snapshots=steps, progress=(lambda t, r=r: progress(r * (setup.steps + 1) + t + 1,
-                                                                         setup.replicas * (setup.steps + 1)))
-                     if progress else None)
+        try:
+            run = run_gd(GDSetup(setup.activation, setup.link, setup.delta, d, setup.eta, setup.steps,
+                                 a=setup.a, b=setup.b, rho0=setup.rho0, weight_decay=setup.weight_decay,
+                                 complement=True, sphere=setup.sphere, seed=1000 * setup.seed + r, n_test=200),
+                         snapshots=steps, progress=(lambda t, r=r: progress(r * (setup.steps + 1) + t + 1,
+                                                                             setup.replicas * (setup.steps + 1)))
+                         if progress else None)
+        except FloatingPointError as exc:
+            raise DivergenceError(f"finite-d GD diverged ({exc}) at delta = {setup.delta:g}, eta = {setup.eta:g}") \
+                from None
         X, y = run.data
         g = X[:, 0]
         w = np.full(y.size, 1.0 / y.size)
