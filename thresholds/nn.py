@@ -263,8 +263,15 @@ def crossing(evals: list, step: int, key: str = "indicator", bracket_only: bool 
                            for e in pts])
 
 
-def first_crossing(vals) -> Crossing:
-    """First sign change (- to +) of f along [(delta, f, s.e.)] sorted in delta."""
+def first_crossing(vals, window: float = 1.25) -> Crossing:
+    """First sign change (- to +) of f along [(delta, f, s.e.)] sorted in delta.
+
+    The crossing is the linear interpolation between the two bracketing points.  Its
+    half-width is the larger of (i) the bracket half-width and 2 s.e./slope in quadrature and
+    (ii) twice the standard error of the root of a weighted straight-line fit of f over every
+    point within a factor ``window`` of the crossing (at least 3 points), the fit covariance
+    scaled up by the reduced chi^2 when the points scatter more than their error bars
+    (indicators at neighbouring deltas that are not monotone within the noise)."""
     if vals and vals[0][1] > 0:
         d0 = vals[0][0]
         return Crossing(d0, 0.0, d0, True)
@@ -274,13 +281,26 @@ def first_crossing(vals) -> Crossing:
             slope = (f2 - f1) / (d2 - d1)
             se = s1 + (s2 - s1) * (x - d1) / (d2 - d1)
             hw = math.hypot((d2 - d1) / 2, 2 * se / slope)
+            near = [(d, f, max(e, 1e-12)) for d, f, e in vals if x / window <= d <= x * window]
+            if len(near) >= 3:
+                dd, ff, ee = (np.array(v, dtype=float) for v in zip(*near))
+                X = np.column_stack([np.ones_like(dd), dd - x])
+                W = 1.0 / ee**2
+                cov = np.linalg.inv(X.T @ (X * W[:, None]))
+                coef = cov @ (X.T @ (W * ff))
+                chi2 = float(np.sum(W * (ff - X @ coef) ** 2))
+                cov = cov * max(1.0, chi2 / (len(near) - 2))
+                a, b = coef
+                if b > 0:
+                    grad = np.array([-1.0 / b, a / b**2])
+                    hw = max(hw, 2 * math.sqrt(float(grad @ cov @ grad)))
             return Crossing(x, max(x - hw, 0.0), x + hw, True)
     last = vals[-1][0] if vals else math.inf
     return Crossing(math.inf, last, math.inf, False)
 
 
 def _cache_key(setup: NNSetup) -> dict:
-    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 4}
+    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 5}
 
 
 def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> NNResult:
