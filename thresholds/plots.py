@@ -13,6 +13,17 @@ def _pyplot():
     return plt
 
 
+def _legend_and_save(plt, fig, ax, path):
+    ax.legend(fontsize=8)
+    _save(plt, fig, path)
+
+
+def _save(plt, fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
 def spectrum_figure(path, xs, rho, outliers, edges, *, title="", eigenvalues=None):
     """Bulk density ``rho`` on ``xs``, outliers as vertical lines, optional histogram
     of finite-d eigenvalues."""
@@ -33,9 +44,7 @@ def spectrum_figure(path, xs, rho, outliers, edges, *, title="", eigenvalues=Non
     ax.set_ylabel("density")
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def dmft_figure(path, t, series, *, title=""):
@@ -54,9 +63,7 @@ def dmft_figure(path, t, series, *, title=""):
     for ax in axes:
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _save(plt, fig, path)
 
 
 def _finite_points(crossings):
@@ -85,10 +92,7 @@ def t_curve_figure(result, path):
     ax.set_xlabel("t = eta x steps")
     ax.set_ylabel("delta")
     ax.set_title(f"{result.setup.activation} / {result.setup.link}", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _legend_and_save(plt, fig, ax, path)
 
 
 def scan_figure(results, name, values, path):
@@ -101,10 +105,7 @@ def scan_figure(results, name, values, path):
         ax.axhline(results[0].delta_alg, color="tab:blue", ls="--", label="delta_alg")
     ax.set_xlabel(name)
     ax.set_ylabel("delta")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _legend_and_save(plt, fig, ax, path)
 
 
 def grok_figure(out, path):
@@ -126,7 +127,4 @@ def grok_figure(out, path):
     ax.set_xlabel("GD step")
     ax.set_ylabel("loss")
     ax.set_title(f"delta = {out['delta']:g}: predicted escape steps (dotted)", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    _legend_and_save(plt, fig, ax, path)

@@ -27,10 +27,9 @@ OUT = Path(__file__).parent / "reports" / "conventions"
 BASE = {"gelu": NNSetup("gelu", eta=0.1, steps=400, search_max=32.0, law="gd", law_d=500, replicas=2, rtol=0.05),
         "quad": NNSetup("quad", eta=0.05, steps=400, search_max=32.0, law="gd", law_d=500, replicas=2,
                         rtol=0.05)}  # quad diverges at eta = 0.1
-VARIANTS = [("default", {}), ("small init rho0 = 0.1", {"rho0": 0.1}), ("rho0 = 0.5", {"rho0": 0.5}),
-            ("a = 0.5", {"a": 0.5}), ("a = 2", {"a": 2.0}), ("bias b = 0.5", {"b": 0.5}),
-            ("weight decay 0.01", {"weight_decay": 0.01}), ("weight decay 0.1", {"weight_decay": 0.1}),
-            ("spherical GD", {"sphere": True})]
+VARIANTS = [("default", {}), ("spherical GD", {"sphere": True}), ("small init rho0 = 0.1", {"rho0": 0.1}),
+            ("weight decay 0.1", {"weight_decay": 0.1}), ("a = 2", {"a": 2.0}), ("bias b = 0.5", {"b": 0.5}),
+            ("rho0 = 0.5", {"rho0": 0.5}), ("a = 0.5", {"a": 0.5}), ("weight decay 0.01", {"weight_decay": 0.01})]
 REFERENCE = {"gelu": 6.0, "quad": 3.6}
 
 
