@@ -414,15 +414,16 @@ def _nn_setup_options(func):
         click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
         click.option("--sphere", is_flag=True, help="Spherical GD: theta rescaled to ||theta|| = rho0 each step "
                      "(Hessian = Riemannian Hessian on the sphere)."),
-        click.option("--law", type=click.Choice(["dmft", "gd"]), default="dmft", show_default=True,
-                     help="Law of (u, y, g) after the first phase: the DMFT (d = inf), or finite-d GD restricted "
-                     "to the complement of theta_* (seeds = --replicas, dimension --law-d)."),
+        click.option("--law", type=click.Choice(["gd", "dmft"]), default="gd", show_default=True,
+                     help="Law of (u, y, g) after the first phase: finite-d GD restricted to the complement of "
+                     "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; its law is biased at "
+                     "long horizons unless --paths is large, see README; a path check is printed)."),
         click.option("--law-d", default=1000, show_default=True, type=click.IntRange(50, 10**6),
                      help="Dimension of the finite-d law (--law gd)."),
         click.option("--paths", default=20_000, show_default=True, type=click.IntRange(16, 10**8),
                      help="DMFT paths (all replicas together)."),
-        click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000),
-                     help="Independent DMFT replicas (error bars)."),
+        click.option("--replicas", default=3, show_default=True, type=click.IntRange(2, 1000),
+                     help="Independent seeds (--law gd) or DMFT replicas (error bars)."),
         click.option("--seed", default=0, show_default=True, type=int),
         click.option("--search-max", default=64.0, show_default=True, type=float,
                      help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),

@@ -39,7 +39,7 @@ def test_crossing_none_and_below_range():
 def test_linear_activation_has_no_threshold(tmp_path, monkeypatch):
     # sigma linear: G = a^2 > 0 for every sample, never a negative outlier: "inf" with the bound
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    res = delta_nn(NNSetup("linear", "abs", eta=0.2, steps=8, paths=800, replicas=2, search_max=4.0))
+    res = delta_nn(NNSetup("linear", "abs", eta=0.2, steps=8, law="dmft", paths=800, replicas=2, search_max=4.0))
     out = res.to_json()
     assert out["delta_nn"] == "inf" and out["search_max"] == 4.0 and not res.found
     assert out["setup"]["activation"] == "linear" and res.settled
@@ -55,7 +55,7 @@ def test_threshold_at_initialization_matches_the_spectral_engine(tmp_path, monke
     U, Gg = np.meshgrid(x, x, indexing="ij")
     law = WeightLaw.from_nodes((6 * U**2 - 6 * np.tanh(Gg**2)).ravel(), np.outer(w, w).ravel(), (Gg**2).ravel())
     exact = spike_threshold(lambda d: law, kind="negative", search_min=0.5, search_max=16, rtol=1e-8).value
-    res = delta_nn(NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, paths=40_000, replicas=4,
+    res = delta_nn(NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft", paths=40_000, replicas=4,
                            search_max=16.0, rtol=0.01))
     assert res.found and res.low <= exact <= res.high, (exact, res.delta_nn, res.low, res.high)
     assert res.high - res.low < 0.2 * exact  # the interval is informative, not just wide

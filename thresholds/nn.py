@@ -83,10 +83,10 @@ class NNSetup:
     loss: str = "square"
     m: int = 1
     sphere: bool = False
-    law: str = "dmft"        # "dmft" or "gd": law of (u, y, g) from finite-d GD (replicas = seeds)
+    law: str = "gd"          # "gd": law of (u, y, g) from finite-d GD (replicas = seeds); "dmft" (README)
     law_d: int = 1000        # dimension of the "gd" law
     paths: int = 20_000
-    replicas: int = 4
+    replicas: int = 3
     seed: int = 0
     search_min: float = 0.0
     search_max: float = 64.0

@@ -193,6 +193,8 @@ def _branch_edge(law, delta, side, *, xtol=1e-15):
     if np.isinf(pole):
         # G of one sign: as |alpha| -> inf, 1 - alpha^2 E2 -> 1 - delta P(G != 0)
         limit = 1.0 - delta * float(np.sum(law.w[law.G != 0]))
+        if abs(limit) < 1e-12:  # delta P(G != 0) = 1: hard edge at 0 (Marchenko-Pastur at ratio 1)
+            return Edge(0.0, sgn * np.inf, "zero")
         if limit < 0:
             hi = _grow_until(f, sgn, positive=False)
             if hi is None:

@@ -5,8 +5,10 @@ Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
 
 * quad with y = 3 tanh(z^2) at eta = 1e-4, 8 steps (a threshold is found: the
   bisection runs to the end; the interval printed includes the Monte Carlo part);
-* gelu / phase_retrieval with the defaults of `thresholds nn` (the full search
-  up to delta = 64 and the transient refinement: the longest default search).
+* gelu / phase_retrieval on the DMFT law (the full search up to delta = 64 and
+  the transient refinement);
+* quad / phase_retrieval with the default finite-d GD law (d = 1000, 3 seeds).
+Select one with -k, e.g. -k dmft.
 
 Run:  python -m pytest validation/bench_nn.py --benchmark-only -p no:cacheprovider -s
 """
@@ -15,10 +17,14 @@ import os
 import tempfile
 import time
 
+import pytest
+
 from thresholds.nn import NNSetup, delta_nn
 
-SETUPS = {"quad / 3 tanh(z^2), found": NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, paths=40_000),
-          "gelu / phase_retrieval, defaults": NNSetup("gelu")}
+SETUPS = {"quad / 3 tanh(z^2), dmft law": NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft",
+                                                  paths=40_000),
+          "gelu / phase_retrieval, dmft law": NNSetup("gelu", law="dmft"),
+          "quad / phase_retrieval, default gd law": NNSetup("quad", eta=0.05, search_max=32.0)}
 
 
 def _cold_and_warm(setup):
@@ -40,13 +46,10 @@ def _cold_and_warm(setup):
     return res, cold, warm
 
 
-def test_delta_nn_cold_and_cached(benchmark):
-    rows = []
-    for name, setup in SETUPS.items():
-        res, cold, warm = _cold_and_warm(setup)
-        rows.append((name, res, cold, warm))
-    for name, res, cold, warm in rows:
-        value = f"{res.delta_nn:.4g} [{res.low:.4g}, {res.high:.4g}]" if res.found else f"> {res.setup.search_max:g}"
-        print(f"{name:34s} delta_NN = {value:28s} {len(res.evaluations):2d} deltas  cold {cold:6.1f} s "
-              f"(goal 180 s)  cached {warm:5.2f} s (goal 1 s)")
+@pytest.mark.parametrize("name", list(SETUPS))
+def test_delta_nn_cold_and_cached(benchmark, name):
+    res, cold, warm = _cold_and_warm(SETUPS[name])
+    value = f"{res.delta_nn:.4g} [{res.low:.4g}, {res.high:.4g}]" if res.found else f"> {res.setup.search_max:g}"
+    print(f"{name:38s} delta_NN = {value:28s} {len(res.evaluations):2d} deltas  cold {cold:6.1f} s "
+          f"(goal 180 s)  cached {warm:5.2f} s (goal 1 s)")
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
