@@ -121,3 +121,15 @@ def test_finite_d_law_route_brackets_the_initialization_threshold(tmp_path, monk
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     setup = NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="gd", law_d=500, replicas=3)
     assert evaluate(setup, 2.0).indicator[-1] < 0 < evaluate(setup, 4.0).indicator[-1]
+
+
+def test_nn_scan_cli(tmp_path):
+    from cli import main
+    res = CliRunner().invoke(main, ["nn", "-a", "linear", "-l", "abs", "--eta", "0.2", "-T", "8", "--law", "dmft",
+                                    "--paths", "400", "--replicas", "2", "--search-max", "1",
+                                    "--scan", "rho0=0.5:1:2", "--plot", str(tmp_path / "scan.png"), "--json"],
+                             env={"THRESHOLDS_CACHE": str(tmp_path)})
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["parameter"] == "rho0" and [r["value"] for r in out["scan"]] == [0.5, 1.0]
+    assert [r["setup"]["rho0"] for r in out["scan"]] == [0.5, 1.0] and (tmp_path / "scan.png").exists()
