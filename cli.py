@@ -388,6 +388,18 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
         console.print(f"[dim]{escape(note)}[/]")
 
 
+def _terminate_as_interrupt():
+    """SIGTERM (and SIGINT, which background shells ignore) stop a long run like Ctrl-C, so
+    that the partial report is still written."""
+    import signal
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, handler)
+
+
 def _parse_range(text: str) -> list:
     """'3:8:0.5' -> [3, 3.5, ..., 8]; '3,4,6' -> [3, 4, 6]."""
     try:
@@ -702,6 +714,7 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
         except ValueError:
             abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
     alg = delta_alg(link)
+    _terminate_as_interrupt()
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("GD trials", total=1)
         result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,

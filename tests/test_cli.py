@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -138,3 +139,21 @@ def test_hessian_scan_json(tmp_path, monkeypatch):
     assert scan[1]["bulk_edges"][0] == pytest.approx(0.25, abs=1e-9)  # Marchenko-Pastur for linear sigma
     bad = run("hessian", "-a", "relu", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "3")
     assert bad.exit_code == 2 and "second derivative" in bad.output
+
+
+def test_validate_sigterm_writes_partial_report(tmp_path):
+    # a batch job is stopped with SIGTERM (background shells ignore SIGINT): the partial
+    # report must still be written and the exit code must say "interrupted"
+    import signal
+    import subprocess
+    import sys
+    import time
+    report = tmp_path / "rep"
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "validate", "-a", "tanh", "-l", "abs", "--d", "60",
+                             "--deltas", "1:40:1", "--trials", "50", "--report", str(report)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(Path(__file__).parent.parent))
+    time.sleep(12)
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, (out, err)
+    assert (report / "report.md").exists(), out
