@@ -1,21 +1,25 @@
 """delta_NN: the sample ratio at which the Hessian reached by the first phase of GD
 has a negative outlier along the hard direction (THEORY sections 4-5), m = 1.
 
-For each delta the DMFT of the first phase is solved (thresholds.dmft, cached)
-and, at its checkpoints t = T/8, T/4, T/2, 3T/4, T, the Hessian weight law
-G_t gives the hard-outlier indicator
+For each delta the law of (u, y, g) after the first phase is obtained either
+from finite-d GD restricted to the complement of theta_* (``law = "gd"``, the
+default: dimension ``law_d``, ``replicas`` seeds) or from the DMFT
+(``law = "dmft"``, cached; its law is biased at long horizons unless the
+number of paths is large, see README, so a path check at half the paths is
+reported).  At the 16 checkpoints t = T/16, ..., T the Hessian weight law G_t
+gives the hard-outlier indicator
 
     I_t(delta) = -S(alpha at min(0, left bulk edge))      (> 0 iff a negative hard outlier exists)
 
-as the mean and standard error over the DMFT replicas (thresholds.hessian).
+as the mean and standard error over the replicas (thresholds.hessian).
 
 Search (at the horizon T).  All deltas use the same seed (common random
 numbers), so I_T is smooth in delta.  Starting from max(search_min, delta_alg)
 (delta_NN >= delta_alg: the Hessian is one spectral method) delta is doubled
 until I_T > 0, then the bracket is bisected in log delta down to
 ``rtol`` relative width.  The crossing is the linear interpolation of I_T
-between the bracket ends; its interval adds in quadrature the bracket
-half-width and the Monte Carlo half-width 2 s.e.(I_T)/|dI_T/ddelta|.  When
+between the bracket ends; its interval is described in ``first_crossing``
+(bracket and Monte Carlo half-widths, and a local line fit of I_T).  When
 I_T <= 0 up to ``search_max`` the answer is "inf" with that bound.
 
 t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
@@ -25,7 +29,7 @@ half-width of delta_NN(T) plus rtol delta_NN(T); otherwise the result is
 returned with ``converged = False`` and the user is told to lengthen the
 horizon.
 
-Unbounded G.  The law of G is the empirical law of the DMFT paths.  When G is
+Unbounded G.  The law of G is the empirical law of the paths (or samples).  When G is
 unbounded below (y = g^2 with sigma'' != 0), the strict d -> inf bulk has no
 left edge; the sample minimum over the paths plays the part of the most
 negative sample-localized mode of a finite data set.  The indicator is
