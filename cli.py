@@ -419,7 +419,7 @@ def _nn_setup_options(func):
     opts = [
         click.option("--eta", default=0.1, show_default=True, type=float, help="Step size (mean-field scaling)."),
         click.option("--steps", "-T", default=400, show_default=True, type=click.IntRange(8, 100_000),
-                     help="Horizon of the first phase in GD steps (checkpoints at T/8 ... T)."),
+                     help="Horizon of the first phase in GD steps (16 checkpoints T/16 ... T)."),
         click.option("--rho0", default=1.0, show_default=True, type=float, help="Initialization scale ||theta^0||."),
         click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a."),
         click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b."),
