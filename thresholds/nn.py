@@ -216,7 +216,8 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     """Hessian indicators at every checkpoint for one delta (one DMFT run); the outlier
     positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for."""
     from . import cache as _cache
-    key = {"nn-eval": asdict(setup), "delta": float(delta), "outliers": outliers, "version": 1}
+    law_setup = {k: v for k, v in asdict(setup).items() if k not in ("search_min", "search_max", "rtol")}
+    key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1}
     if setup.law == "dmft":
         spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress, outliers=outliers)
     else:
