@@ -286,12 +286,14 @@ def first_crossing(vals, window: float = 1.25) -> Crossing:
             slope = (f2 - f1) / (d2 - d1)
             se = s1 + (s2 - s1) * (x - d1) / (d2 - d1)
             hw = math.hypot((d2 - d1) / 2, 2 * se / slope)
-            near = [(d, f, max(e, 1e-12)) for d, f, e in vals if x / window <= d <= x * window]
-            if len(near) >= 3:
+            near = [(d, f, e) for d, f, e in vals if x / window <= d <= x * window]
+            floor = 1e-9 * max(abs(f) for _, f, _ in near) + 1e-300
+            near = [(d, f, max(e, floor)) for d, f, e in near]
+            if len(near) >= 3 and len({d for d, _, _ in near}) >= 2:
                 dd, ff, ee = (np.array(v, dtype=float) for v in zip(*near))
                 X = np.column_stack([np.ones_like(dd), dd - x])
                 W = 1.0 / ee**2
-                cov = np.linalg.inv(X.T @ (X * W[:, None]))
+                cov = np.linalg.pinv(X.T @ (X * W[:, None]))
                 coef = cov @ (X.T @ (W * ff))
                 chi2 = float(np.sum(W * (ff - X @ coef) ** 2))
                 cov = cov * max(1.0, chi2 / (len(near) - 2))
