@@ -300,7 +300,9 @@ def first_crossing(vals, window: float = 1.25) -> Crossing:
                 a, b = coef
                 if b > 0:
                     grad = np.array([-1.0 / b, a / b**2])
-                    hw = max(hw, 2 * math.sqrt(float(grad @ cov @ grad)))
+                    var = float(grad @ cov @ grad)
+                    if math.isfinite(var) and var > 0:
+                        hw = max(hw, 2 * math.sqrt(var))
             return Crossing(x, max(x - hw, 0.0), x + hw, True)
     last = vals[-1][0] if vals else math.inf
     return Crossing(math.inf, last, math.inf, False)
