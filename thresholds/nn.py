@@ -287,7 +287,7 @@ def first_crossing(vals, window: float = 1.25) -> Crossing:
             se = s1 + (s2 - s1) * (x - d1) / (d2 - d1)
             hw = math.hypot((d2 - d1) / 2, 2 * se / slope)
             near = [(d, f, e) for d, f, e in vals if x / window <= d <= x * window]
-            floor = 1e-9 * max(abs(f) for _, f, _ in near) + 1e-300
+            floor = 1e-9 * max((abs(f) for _, f, _ in near), default=0.0) + 1e-300
             near = [(d, f, max(e, floor)) for d, f, e in near]
             if len(near) >= 3 and len({d for d, _, _ in near}) >= 2:
                 dd, ff, ee = (np.array(v, dtype=float) for v in zip(*near))
