@@ -167,11 +167,19 @@ def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outl
     res = solve_dmft(setup, cache=cache, progress=progress)
     laws = res.replica_laws
     snaps = res.snapshots or {setup.steps: [law[0] for law in laws]}
+    return _spectra(act, setup, {step: [(u, y, g, w) for u, (_, y, g, w) in zip(us, laws)]
+                                 for step, us in snaps.items()}, outliers)
+
+
+def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
+    """step -> HessianSpectrum from the per-replica laws [(u, y, g, w)] of every step."""
     out = {}
-    for step in sorted(snaps):
+    for step in sorted(laws_by_step):
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
-        per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, (_, y, g, w) in zip(snaps[step], laws)]
+        per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws_by_step[step]]
         out[step] = _aggregate(setup, per, step)
+        if law_note:
+            out[step].notes[0] = law_note + f", after {step} steps"
     return out
 
 
@@ -208,14 +216,8 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
         w = np.full(y.size, 1.0 / y.size)
         for s in steps:
             laws[s].append((run.snapshots[s][:, 0], y, g, w))
-    out = {}
-    for step in steps:
-        want = outliers == "all" or (outliers == "final" and step == setup.steps)
-        per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws[step]]
-        out[step] = _aggregate(setup, per, step)
-        out[step].notes[0] = (f"law: empirical law of finite-d GD restricted to the complement, d = {d}, "
-                              f"{setup.replicas} seeds (mean +- s.e.), after {step} steps")
-    return out
+    return _spectra(act, setup, laws, outliers, f"law: empirical law of finite-d GD restricted to the "
+                    f"complement, d = {d}, {setup.replicas} seeds (mean +- s.e.)")
 
 
 def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:
