@@ -124,7 +124,7 @@ def _one_law(act, setup, delta, u, y, g, w, outliers=True):
     clipped = WeightLaw.from_nodes(_clip_lower(G, np.asarray(w), CLIP_QUANTILE), w, M, description="clipped")
     for o in found:
         o.z -= mu
-    z_low, ind = lowest_outlier(law, delta, mu)
+    z_low, ind = lowest_outlier(law, delta, mu, edges=(left, right))
     return (left.z - mu, right.z - mu, ind, _negative_indicator(clipped, delta, mu), found, z_low - mu)
 
 

@@ -151,38 +151,44 @@ def _right_indicator(law, delta):
     return float(np.linalg.eigvalsh(S_matrix(law, delta, edge.alpha))[-1])
 
 
-def _negative_indicator(law, delta, level: float = 0.0):
+def _alpha_at_level(law, delta, level, edges=None):
+    """alpha on the left branch at z = min(level, left edge) (None when D is positive
+    semi-definite and level <= 0, or when there is no finite left edge).  ``edges``: the
+    (left, right) bulk edges when the caller already has them."""
+    if law.G_inf >= 0 and level <= 0:  # D is positive semi-definite
+        return None
+    left, _ = edges if edges is not None else bulk_edges(law, delta)
+    if left.kind not in ("root", "pole"):
+        return None
+    if left.z < level:
+        return left.alpha
+    # z increases from -inf at 0+ to the edge along the branch
+    return optimize.brentq(lambda a: z_of_alpha(law, delta, a) - level, left.alpha * 1e-14, left.alpha,
+                           xtol=1e-300, rtol=1e-15, maxiter=500)
+
+
+def _negative_indicator(law, delta, level: float = 0.0, edges=None):
     """> 0 iff an outlier sits below min(level, left edge): -(lowest eigenvalue of S there).
     ``level`` = 0 asks for a negative outlier; another level serves a shifted matrix
     (e.g. the Riemannian Hessian on a sphere, H - mu I, with level = mu)."""
-    if law.G_inf >= 0 and level <= 0:  # D is positive semi-definite
+    alpha = _alpha_at_level(law, delta, level, edges)
+    if alpha is None:
         return -1.0
-    left, right = bulk_edges(law, delta)
-    if left.kind not in ("root", "pole"):
-        return -1.0
-    if left.z < level:
-        alpha = left.alpha
-    else:
-        # alpha on the left branch where z(alpha) = level (z increases from -inf at 0+ to the edge)
-        alpha = optimize.brentq(lambda a: z_of_alpha(law, delta, a) - level, left.alpha * 1e-14, left.alpha,
-                                xtol=1e-300, rtol=1e-15, maxiter=500)
     return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0])
 
 
-def lowest_outlier(law, delta, level: float = 0.0):
+def lowest_outlier(law, delta, level: float = 0.0, edges=None):
     """(z*, indicator): the lowest outlier below min(level, left edge) (nan when there is none)
     and the indicator of ``_negative_indicator``.  The lowest eigenvalue of S increases from
     +inf (alpha -> 0+, z -> -inf) along the left branch, so z* is its single root there
     (Brent in alpha): a few dozen evaluations of S instead of the grid of ``spectrum``."""
-    ind = _negative_indicator(law, delta, level)
+    top = _alpha_at_level(law, delta, level, edges)
+    if top is None:
+        return math.nan, -1.0
+    low = lambda a: float(np.linalg.eigvalsh(S_matrix(law, delta, a))[0])  # noqa: E731
+    ind = -low(top)
     if not ind > 0:
         return math.nan, ind
-    left, _ = bulk_edges(law, delta)
-    top = left.alpha
-    if left.z >= level:
-        top = optimize.brentq(lambda a: z_of_alpha(law, delta, a) - level, left.alpha * 1e-14, left.alpha,
-                              xtol=1e-300, rtol=1e-15, maxiter=500)
-    low = lambda a: float(np.linalg.eigvalsh(S_matrix(law, delta, a))[0])  # noqa: E731
     alpha = optimize.brentq(low, top * 1e-14, top, xtol=1e-300, rtol=1e-13, maxiter=500)
     return float(z_of_alpha(law, delta, alpha)), ind
 
