@@ -213,7 +213,7 @@ class NNResult:
 
 def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
              outliers: str = "none") -> Evaluation:
-    """Hessian indicators at every checkpoint for one delta (one DMFT run); the outlier
+    """Hessian indicators at every checkpoint for one delta (one DMFT run or one set of GD runs); the outlier
     positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for."""
     from . import cache as _cache
     law_setup = {k: v for k, v in asdict(setup).items() if k not in ("search_min", "search_max", "rtol")}
