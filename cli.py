@@ -266,8 +266,11 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
 @click.option("--link", "-l", required=True, help="Link (no easy direction): name or expression.")
 @click.option("--delta", "-d", required=True, type=float, help="n/d.")
-@click.option("--eta", required=True, type=float, help="Step size (mean-field scaling, m = 1).")
+@click.option("--eta", required=True, type=float, help="Step size (mean-field scaling: eta m grad_theta_j R).")
 @click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Number of GD steps.")
+@click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Width: number of neurons (m > 1 with the sources back-end).")
+@click.option("--sphere", is_flag=True, help="Spherical GD: every theta_j rescaled to norm rho0 after each step.")
 @click.option("--rho0", default=1.0, show_default=True, type=float, help="Initialization scale ||theta^0||.")
 @click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a.")
 @click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b.")
@@ -285,16 +288,18 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk cache.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Save the curves as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def dmft_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, paths, replicas, response,
-             g_nodes, seed, every, no_cache, plot_path, as_json):
-    """DMFT of the first phase of GD (m = 1, square loss, null case): norms and losses per step."""
+def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
+             response, g_nodes, seed, every, no_cache, plot_path, as_json):
+    """DMFT of the first phase of GD (square loss, null case): norms (means over the m neurons)
+    and losses per step."""
     from rich.progress import Progress
 
     from thresholds.dmft import DMFTSetup, solve_dmft
     from thresholds.numbers import format_with_error
 
     setup = DMFTSetup(activation, link, delta, eta, steps, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay,
-                      paths=paths, replicas=replicas, seed=seed, response=response, g_nodes=g_nodes)
+                      paths=paths, replicas=replicas, seed=seed, response=response, g_nodes=g_nodes, m=width,
+                      sphere=sphere)
     with Progress(console=err_console, transient=True, disable=as_json) as bar:
         task = bar.add_task("DMFT", total=1)
 
@@ -310,15 +315,15 @@ def dmft_cmd(activation, link, delta, eta, steps, rho0, a_, b_, weight_decay, pa
             "<theta^t, theta^0>": (res.overlap_init, res.overlap_init_err, 0),
             "train loss": (res.train_loss, res.train_loss_err, 1),
             "test loss": (res.test_loss, res.test_loss_err, 1)},
-            title=f"DMFT {activation} / {link}: delta={delta:g} eta={eta:g} rho0={rho0:g} a={a_:g} b={b_:g} "
-                  f"wd={weight_decay:g}")
+            title=f"DMFT {activation} / {link}: delta={delta:g} eta={eta:g} m={width} rho0={rho0:g} a={a_:g} "
+                  f"b={b_:g} wd={weight_decay:g}" + (" sphere" if sphere else ""))
     if as_json:
         emit_json(res.to_json(every=1 if every <= 0 else every))
         return
     from rich.markup import escape
     table = Table(title=escape(f"DMFT: sigma = {activation}, y = {link}, delta = {delta:g}, eta = {eta:g}, "
                                f"rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, weight decay = {weight_decay:g}, "
-                               "square loss, m = 1"))
+                               f"square loss, m = {width}" + (", spherical GD" if sphere else "")))
     for col in ("t", "||theta||^2", "<theta^t,theta^0>", "train loss", "test loss"):
         table.add_column(col)
     for i in list(range(0, steps + 1, step)) + ([steps] if steps % step else []):
@@ -715,6 +720,8 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
             abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
     alg = delta_alg(link)
     _terminate_as_interrupt()
+    err_console.print(f"GD runs: {len(dim_list)} dimension(s) x {len(delta_list)} delta(s) x {trials} trials "
+                      "(Ctrl-C or SIGTERM writes the partial report)")
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("GD trials", total=1)
         result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,

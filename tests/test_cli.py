@@ -152,7 +152,11 @@ def test_validate_sigterm_writes_partial_report(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "cli", "validate", "-a", "tanh", "-l", "abs", "--d", "60",
                              "--deltas", "1:40:1", "--trials", "50", "--report", str(report)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(Path(__file__).parent.parent))
-    time.sleep(12)
+    # the first stderr line is printed once the handler is installed, just before the first run
+    # (waiting for it instead of a fixed delay keeps the test independent of the machine's load)
+    first = proc.stderr.readline()
+    assert b"GD runs" in first, first
+    time.sleep(5)
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 130, (out, err)

@@ -97,3 +97,44 @@ def test_spherical_dmft_matches_spherical_gd():
         se = math.hypot(sim.std(ddof=1) / math.sqrt(sim.size), getattr(res, key + "_err")[T])
         assert abs(sim.mean() - getattr(res, key)[T]) < 4 * se, (key, sim.mean(), getattr(res, key)[T], se)
     assert np.allclose(runs[0].norm2[1:], 1.0)  # rescaled from the first step on
+
+
+def test_width_m_dmft_matches_gd():
+    # m = 3 neurons (mean-field step, f = (1/m) sum_j sigma(u_j)), gelu, y = g^2, delta = 4,
+    # eta = 0.2, 10 steps: the per-neuron norm, the overlap with the initialisation and the
+    # train / test losses within 4 combined s.e. of finite-d GD (d = 1000, 6 seeds).
+    from validation.simulate import GDSetup, run_gd
+    T = 10
+    res = solve_dmft(DMFTSetup("gelu", "phase_retrieval", 4.0, 0.2, T, m=3, paths=24_000, replicas=4))
+    runs = [run_gd(GDSetup("gelu", "phase_retrieval", 4.0, 1000, 0.2, T, m=3, seed=s)) for s in range(6)]
+    assert res.norm2[0] == pytest.approx(1.0) and res.overlap_init[0] == pytest.approx(1.0)
+    for key in ("norm2", "overlap_init", "train_loss", "test_loss"):
+        sim = np.array([getattr(r, key)[T] for r in runs])
+        se = math.hypot(sim.std(ddof=1) / math.sqrt(sim.size), getattr(res, key + "_err")[T])
+        assert abs(sim.mean() - getattr(res, key)[T]) < 4 * se, (key, sim.mean(), getattr(res, key)[T], se)
+    assert res.final_u.shape[1] == 3 and res.C.shape == (T + 1, T + 1, 3, 3)
+
+
+def test_width_m_population_risk_limits():
+    # Two independent neurons (Q = q I): E f^2 = (E s^2 + (E s)^2)/2 with s = sigma(sqrt(q) G);
+    # two identical neurons (Q = q 1 1^T): f = sigma(w), the m = 1 risk.  Same 80-node rule as the
+    # m = 1 function, so the two agree to rounding.
+    from thresholds.catalog import get_activation
+    from thresholds.dmft import _test_loss, _test_loss_m
+    from thresholds.kernels import compiled_activation
+    act, q, Ey, Ey2 = get_activation("tanh"), 0.8, 1.0, 3.0
+    x, w = np.polynomial.hermite_e.hermegauss(80)
+    w = w / w.sum()
+    s = np.tanh(np.sqrt(q) * x + 0.3)
+    Es, Es2 = w @ s, w @ s**2
+    indep = 0.5 * (Ey2 - 2 * Ey * 1.5 * Es + 1.5**2 * (Es2 + Es**2) / 2)
+    assert _test_loss_m(act, 1.5, 0.3, q * np.eye(2), Ey, Ey2, nodes=80) == pytest.approx(indep, rel=1e-12)
+    same = _test_loss(compiled_activation(act, False), 1.5, 0.3, q, Ey, Ey2)
+    assert _test_loss_m(act, 1.5, 0.3, q * np.ones((2, 2)), Ey, Ey2, nodes=80) == pytest.approx(same, rel=1e-10)
+
+
+def test_width_m_needs_the_sources_backend():
+    with pytest.raises(UnsupportedError, match="sources"):
+        solve_dmft(DMFTSetup("tanh", "abs", 4.0, 0.2, 3, m=2, response="pathwise", paths=1000, replicas=2))
+    with pytest.raises(ThresholdsError, match="positive integer"):
+        solve_dmft(DMFTSetup("tanh", "abs", 4.0, 0.2, 3, m=0, paths=1000, replicas=2))

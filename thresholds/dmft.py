@@ -1,4 +1,4 @@
-"""Discrete-time DMFT of the first phase of gradient descent (THEORY section 3), m = 1.
+"""Discrete-time DMFT of the first phase of gradient descent (THEORY section 3).
 
 Setup: f(x) = a sigma(theta^T x + b), square loss, theta^0 ~ N(0, rho0^2/d I),
 GD theta^{t+1} = theta^t + eta (1/n) sum_i psi_i x_i - eta lambda_wd theta^t with
@@ -45,6 +45,15 @@ At d = inf the factor is deterministic, rho0 / sqrt(C_unnormalized(t+1, t+1)),
 so it multiplies A(t+1) and the row B(t+1, .) (Bt for ``sources``); the sample
 side uses the same coefficients, so nothing else changes.
 
+Width m > 1 (``sources`` only): u, w, psi are m-vectors per path and every kernel is an
+m x m block (THEORY section 2: f = (1/m) sum_j a sigma(u_j + b), psi_j = (y - f) a sigma'(u_j + b),
+mean-field step theta_j += eta (1/n) sum_i psi_ij x_i).  The sources and the whitened psi
+columns are indexed by pairs J = s m + k (step s, neuron k), so A(t) is m x m, Bt(t) is
+m x (t m), ``sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0`` (nu in R^m) and
+``sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J]``; for m = 1 this is the scalar scheme above.
+Reported norms are means over neurons, (1/m) sum_j ||theta_j||^2 and (1/m) sum_j <theta_j^t, theta_j^0>.
+All a_j = a and b_j = b.
+
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
 """
@@ -61,7 +70,7 @@ from scipy.linalg import solve_triangular
 
 from .catalog import X, Activation, Link, get_activation, get_link
 from .errors import DivergenceError, ThresholdsError, UnsupportedError
-from .kernels import compiled_activation, make_psi_kernel
+from .kernels import compiled_activation, make_psi_kernel, make_psi_kernel_m
 
 BLOWUP = 1e8  # |u| or C(t,t) beyond this is reported as divergence
 
@@ -107,8 +116,10 @@ class DMFTSetup:
             raise ThresholdsError("paths must be at least twice the number of replicas")
         if self.replicas < 1:
             raise ThresholdsError("replicas must be >= 1")
-        if self.m != 1:
-            raise UnsupportedError("the DMFT solver covers m = 1 (one neuron)")
+        if not (isinstance(self.m, int) and self.m >= 1):
+            raise ThresholdsError(f"m must be a positive integer, got {self.m}")
+        if self.m > 1 and self.response != "sources":
+            raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
         if self.loss != "square":
             raise UnsupportedError("the DMFT solver covers the square loss")
 
@@ -232,6 +243,32 @@ def _test_loss(act_fns, a, b, q, Ey, Ey2):
     return 0.5 * (Ey2 - 2 * a * Ey * Es + a * a * Es2)
 
 
+def _test_loss_m(act, a, b, Q, Ey, Ey2, nodes=40):
+    """Population risk E[(y - f(w))^2]/2 of the width-m network, w ~ N(0, Q) independent of y
+    (null case): E[f] from one-dimensional and E[f^2] from pairwise two-dimensional
+    Gauss-Hermite quadrature (``nodes`` per axis)."""
+    m = Q.shape[0]
+    sig = act.numpy(0)
+    x, wts = np.polynomial.hermite_e.hermegauss(nodes)
+    wts = wts / wts.sum()
+    std = np.sqrt(np.maximum(np.diag(Q), 0.0))
+    Ef = a * sum(float(wts @ sig(std[j] * x + b)) for j in range(m)) / m
+    X1, X2 = np.meshgrid(x, x, indexing="ij")
+    W2 = np.outer(wts, wts)
+    Ef2 = 0.0
+    for j in range(m):
+        for k in range(j, m):
+            if j == k:
+                val = float(wts @ sig(std[j] * x + b) ** 2)
+            else:  # (w_j, w_k) = (l00 x1, l10 x1 + l11 x2), the 2 x 2 Cholesky factor
+                l10 = Q[j, k] / std[j] if std[j] > 0 else 0.0
+                l11 = math.sqrt(max(Q[k, k] - l10 * l10, 0.0))
+                val = float(np.sum(W2 * sig(std[j] * X1 + b) * sig(l10 * X1 + l11 * X2 + b)))
+            Ef2 += val * (1 if j == k else 2)
+    Ef2 *= a * a / m**2
+    return 0.5 * (Ey2 - 2 * Ey * Ef + Ef2)
+
+
 # --- one replica ----------------------------------------------------------------
 
 def _weight_side(t, R, A, B, eta, lam):
@@ -278,13 +315,13 @@ def _cholesky_row(t, L, c_row):
 
 
 def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None):
+    if setup.response == "sources":
+        return _run_sources(setup, act, link, n, rng, progress)
     T = setup.steps
     A = np.zeros(T + 1)
     C = np.zeros((T + 1, T + 1))
     Cpsi = np.zeros((T + 1, T + 1))
     A[0] = 1.0
-    if setup.response == "sources":
-        return _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress)
     B = np.zeros((T + 1, T + 1))
     R = np.zeros((T + 1, T + 1))
     if setup.response == "linear":
@@ -295,9 +332,10 @@ def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey,
     return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress)
 
 
-def _check_finite(t, C, u, eta):
-    if not (np.isfinite(C[t, t]) and C[t, t] < BLOWUP):
-        raise DivergenceError(f"DMFT diverged at step {t}: ||theta||^2 = {C[t, t]:.3g} "
+def _check_finite(t, q, u, eta):
+    """q = ||theta^t||^2 (mean over neurons)."""
+    if not (np.isfinite(q) and q < BLOWUP):
+        raise DivergenceError(f"DMFT diverged at step {t}: ||theta||^2 = {q:.3g} "
                               f"(step size eta = {eta:g} too large for this loss?)")
     if u is not None and (not np.all(np.isfinite(u)) or np.max(np.abs(u)) > BLOWUP):
         raise DivergenceError(f"DMFT diverged at step {t}: pre-activations overflow")
@@ -306,66 +344,83 @@ def _check_finite(t, C, u, eta):
 def _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress):
     """Sample side at step t, shared by the back-ends that draw paths: divergence check,
     psi and psi' on every path, train loss, progress."""
-    _check_finite(t, C, u, setup.eta)
+    _check_finite(t, C[t, t], u, setup.eta)
     kernel(u, y, setup.a, setup.b, psi, dpsi)
     train[t] = _train_loss(u, y, omega, setup.a, setup.b, s0)
     if progress is not None:
         progress(t)
 
 
-def _run_sources(setup, act, link, n, rng, A, C, Cpsi, progress):
-    """The ``sources`` method of the module docstring."""
-    T, eta, delta, lam, rho0 = setup.steps, setup.eta, setup.delta, setup.weight_decay, setup.rho0
-    kernel = make_psi_kernel(act, False)
-    s0 = compiled_activation(act, False)[0]
+def _run_sources(setup, act, link, n, rng, progress):
+    """The ``sources`` method of the module docstring, for m >= 1 neurons: sources and
+    whitened psi columns are indexed by (step, neuron) pairs J = s m + k."""
+    T, eta, delta, lam, rho0, M = (setup.steps, setup.eta, setup.delta, setup.weight_decay, setup.rho0,
+                                   setup.m)
+    kernel = make_psi_kernel_m(act)
     y, g, omega = _draw_targets(link, n, setup.g_nodes, rng)
-    nu = rng.standard_normal(n)
-    eps = rng.standard_normal((T, n)).T  # column t is the t-th block of draws: causal in the horizon
-    Bt = np.zeros((T + 1, T))      # Bt(t, j), j < t
-    Lpsi = np.zeros((T + 1, T + 1))
-    Psit = np.zeros((n, T))        # whitened psi paths
+    nu = rng.standard_normal((n, M))
+    eps = rng.standard_normal((T * M, n)).T  # column J = s m + k: causal in the horizon
+    A = np.zeros((T + 1, M, M))
+    A[0] = np.eye(M)
+    C = np.zeros((T + 1, T + 1, M, M))
+    Cpsi = np.zeros((T + 1, T + 1, M, M))
+    Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
+    Lpsi = np.zeros((T * M, T * M))
+    Psit = np.zeros((n, T * M))          # whitened psi paths
     snaps = dict.fromkeys(checkpoints(T))
-    psi = np.empty(n)
-    dpsi = np.empty(n)
+    psi = np.empty((n, M))
+    loss = np.empty(n)
     train = np.zeros(T + 1)
     sq = math.sqrt(delta)
     for t in range(T + 1):
-        C[t, : t + 1] = rho0**2 * A[t] * A[: t + 1] + Bt[: t + 1, :t] @ Bt[t, :t] / delta
-        C[: t + 1, t] = C[t, : t + 1]
-        w = rho0 * A[t] * nu + (eps[:, :t] @ Bt[t, :t]) / sq
-        u = w + (Psit[:, :t] @ Bt[t, :t]) / delta
-        _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progress)
+        P = t * M
+        Bt_t = Bt[t, :, :P]
+        C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])
+                         + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :P]) / delta)
+        C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
+        w = rho0 * nu @ A[t].T + (eps[:, :P] @ Bt_t.T) / sq
+        u = w + (Psit[:, :P] @ Bt_t.T) / delta
+        _check_finite(t, np.trace(C[t, t]) / M, u, eta)
+        kernel(u, y, setup.a, setup.b, psi, loss)
+        train[t] = float(omega @ loss)
+        if progress is not None:
+            progress(t)
         if t in snaps:
             snaps[t] = u.copy()
         if t == T:
             break
-        # Gram-Schmidt of psi^t against the whitened past (twice, for orthogonality in floating point)
-        wpsi = omega * psi
-        coef = wpsi @ Psit[:, :t]
-        r = psi - Psit[:, :t] @ coef
-        fix = (omega * r) @ Psit[:, :t]
-        r -= Psit[:, :t] @ fix
-        coef += fix
-        norm2 = float(omega @ (r * r))
-        total2 = float(wpsi @ psi)
-        Lpsi[t, :t] = coef
-        if norm2 > 1e-24 * max(total2, 1e-300):
-            Lpsi[t, t] = math.sqrt(norm2)
-            Psit[:, t] = r / Lpsi[t, t]
-        Cpsi[t, : t + 1] = Lpsi[: t + 1, : t + 1] @ Lpsi[t, : t + 1]
-        Cpsi[: t + 1, t] = Cpsi[t, : t + 1]
+        for k in range(M):  # Gram-Schmidt of psi_k^t against the whitened past (twice, for orthogonality)
+            J = P + k
+            col = psi[:, k]
+            coef = (omega * col) @ Psit[:, :J]
+            r = col - Psit[:, :J] @ coef
+            fix = (omega * r) @ Psit[:, :J]
+            r -= Psit[:, :J] @ fix
+            coef += fix
+            norm2 = float(omega @ (r * r))
+            Lpsi[J, :J] = coef
+            if norm2 > 1e-24 * max(float(omega @ (col * col)), 1e-300):
+                Lpsi[J, J] = math.sqrt(norm2)
+                Psit[:, J] = r / Lpsi[J, J]
+        rows = Lpsi[P : P + M, : P + M]
+        Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, : P + M].reshape(t + 1, M, P + M))
+        Cpsi[: t + 1, t] = np.transpose(Cpsi[t, : t + 1], (0, 2, 1))
         # responses on the sources (Gaussian integration by parts) and the weight side
-        RA = float(wpsi @ nu) / rho0 if rho0 > 0 else 0.0
-        RB = sq * (wpsi @ eps[:, :t])
+        wpsi = omega[:, None] * psi
+        RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
+        RB = sq * (wpsi.T @ eps[:, :P])
         A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
-        Bt[t + 1, :t] = (1 - eta * lam) * Bt[t, :t] + eta * RB + eta * Lpsi[t, :t]
-        Bt[t + 1, t] = eta * Lpsi[t, t]
+        Bt[t + 1, :, :P] = (1 - eta * lam) * Bt_t + eta * RB + eta * rows[:, :P]
+        Bt[t + 1, :, P : P + M] = eta * rows[:, P:]
         if setup.sphere:
-            scale = rho0 / math.sqrt(rho0**2 * A[t + 1] ** 2 + Bt[t + 1, : t + 1] @ Bt[t + 1, : t + 1] / delta)
-            A[t + 1] *= scale
-            Bt[t + 1, : t + 1] *= scale
-    law = (u, y, g, w)
-    return A, None, C, Cpsi, None, train, law, omega, snaps
+            sq_norm = rho0**2 * np.sum(A[t + 1] ** 2, axis=1) + np.sum(Bt[t + 1, :, : P + M] ** 2, axis=1) / delta
+            scale = rho0 / np.sqrt(sq_norm)
+            A[t + 1] *= scale[:, None]
+            Bt[t + 1] *= scale[:, None]
+    if M == 1:
+        A, C, Cpsi, u, w = A[:, 0, 0], C[:, :, 0, 0], Cpsi[:, :, 0, 0], u[:, 0], w[:, 0]
+        snaps = {s: v[:, 0] for s, v in snaps.items()}
+    return A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -389,7 +444,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
     for t in range(T + 1):
         C[t, : t + 1] = _C_row(t, A, B, Cpsi, rho0, delta)
         C[: t + 1, t] = C[t, : t + 1]
-        _check_finite(t, C, None, eta)
+        _check_finite(t, C[t, t], None, eta)
         _cholesky_row(t, L, C[t, : t + 1])
         w = xi[:, : t + 1] @ L[t, : t + 1]
         u = w + (eta / delta) * (Psi[:, :t] @ (B[t, :t] / eta)) if t > 0 else w.copy()
@@ -493,10 +548,17 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         cb = (lambda t, r=r: progress(r * (setup.steps + 1) + t + 1, total)) if progress else None
         outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb))
     fns = compiled_activation(act, False)
-    norm2 = np.array([np.diag(o[2]) for o in outs])
-    ov = np.array([setup.rho0**2 * o[0] for o in outs])
     train = np.array([o[5] for o in outs])
-    test = np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row] for row in norm2])
+    if setup.m == 1:
+        norm2 = np.array([np.diag(o[2]) for o in outs])
+        ov = np.array([setup.rho0**2 * o[0] for o in outs])
+        test = np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row] for row in norm2])
+    else:  # per-neuron means of ||theta_j||^2 and <theta_j^t, theta_j^0>
+        diag = [np.einsum("ttjj->tj", o[2]) for o in outs]
+        norm2 = np.array([dg.mean(axis=1) for dg in diag])
+        ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o[0]) / setup.m for o in outs])
+        test = np.array([[_test_loss_m(act, setup.a, setup.b, o[2][t, t], Ey, Ey2) for t in range(setup.steps + 1)]
+                         for o in outs])
 
     def mean_se(arr):
         m = arr.mean(axis=0)
@@ -509,7 +571,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     notes = [f"response: {RESPONSES[setup.response]}",
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error",
-             "test loss: population risk with w ~ N(0, ||theta||^2) independent of y (null case); "
+             "test loss: population risk with w ~ N(0, " + ("||theta||^2" if setup.m == 1 else "C(t,t)")
+             + ") independent of y (null case); "
              f"E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}"]
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
                       C, R, Cpsi, chi, *law, final_weights=weights,

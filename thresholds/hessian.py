@@ -157,13 +157,22 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
                            hard_z=list(z_low))
 
 
+def _hessian_activation(setup: DMFTSetup):
+    """The activation, once the setup is known to be covered: m = 1 and sigma'' defined."""
+    if setup.m != 1:
+        raise UnsupportedError("the Hessian spectrum covers m = 1 (the m x m Stieltjes transform "
+                               "of m > 1 is not implemented)")
+    act = get_activation(setup.activation)
+    act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
+    return act
+
+
 def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outliers: str = "final") -> dict:
     """Hessian spectra at every DMFT checkpoint (``thresholds.dmft.checkpoints``): step -> HessianSpectrum.
     The outliers themselves (a grid search in alpha, the costly part) are located at the
     ``"final"`` step only, at ``"all"`` steps or at ``"none"``; edges and the negative-outlier
     indicator are computed at every step."""
-    act = get_activation(setup.activation)
-    act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
+    act = _hessian_activation(setup)
     res = solve_dmft(setup, cache=cache, progress=progress)
     laws = res.replica_laws
     snaps = res.snapshots or {setup.steps: [law[0] for law in laws]}
@@ -193,8 +202,7 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
 
     from .catalog import get_link
     from .dmft import checkpoints
-    act = get_activation(setup.activation)
-    act.derivative(2)
+    act = _hessian_activation(setup)
     k = get_link(setup.link).k
     if k != 1:
         raise UnsupportedError("the finite-d law route covers single-index links")

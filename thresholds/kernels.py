@@ -69,6 +69,30 @@ def make_psi_kernel(act: Activation, need_second: bool = True):
     return psi_and_dpsi
 
 
+def make_psi_kernel_m(act: Activation):
+    """numba kernel psi_m(U, y, a, b, psi_out, loss_out) for m neurons: f = (1/m) sum_j a sigma(u_j + b),
+    psi_j = (y - f) a sigma'(u_j + b), loss = (y - f)^2 / 2 per path."""
+    key = ("kernel_m", str(act.expr))
+    if key in _CACHE:
+        return _CACHE[key]
+    s0, s1, _ = compiled_activation(act, False)
+
+    @numba.njit(cache=False)
+    def psi_m(U, y, a, b, psi_out, loss_out):
+        n, m = U.shape
+        for i in range(n):
+            f = 0.0
+            for j in range(m):
+                f += a * s0(U[i, j] + b)
+            r = y[i] - f / m
+            loss_out[i] = 0.5 * r * r
+            for j in range(m):
+                psi_out[i, j] = r * a * s1(U[i, j] + b)
+
+    _CACHE[key] = psi_m
+    return psi_m
+
+
 @numba.njit(cache=False)
 def _train_loss_impl(u, y, omega, a, b, s0):
     total = 0.0

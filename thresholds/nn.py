@@ -65,7 +65,7 @@ from dataclasses import asdict, dataclass, field, replace
 import numpy as np
 
 from .dmft import DMFTSetup, checkpoints
-from .errors import DivergenceError, ThresholdsError
+from .errors import DivergenceError, ThresholdsError, UnsupportedError
 from .hessian import CLIP_QUANTILE, hessian_spectra, hessian_spectra_gd
 
 FINITE_D = (200, 400, 1000, 2000, 4000, 10_000, 100_000)
@@ -104,6 +104,9 @@ class NNSetup:
 
     def validate(self):
         self.dmft(1.0).validate()
+        if self.m != 1:
+            raise UnsupportedError("delta_NN covers m = 1: the m x m Stieltjes transform and outlier "
+                                   "determinant of m > 1 are not implemented (the DMFT is: thresholds dmft --m)")
         if self.law not in ("dmft", "gd"):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
         if self.law == "gd" and self.law_d < 50:
