@@ -1,0 +1,60 @@
+"""The m x m Stieltjes engine against the scalar engine where the two must coincide."""
+import numpy as np
+import pytest
+
+from thresholds.outlier import _negative_indicator, lowest_outlier as scalar_outlier, spectrum
+from thresholds.stieltjes import WeightLaw, bulk_edges
+from thresholds.stieltjes_m import MatrixLaw, left_edge, lowest_outlier, negative_indicator, solve_alpha
+
+
+def _scalar_law(n=6000, seed=0, shift=0.0):
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal(n)
+    G = np.clip(1.0 + shift - 0.8 * g**2 + 0.3 * rng.standard_normal(n), -3, 5)
+    return G, g
+
+
+def test_m1_reproduces_the_scalar_engine():
+    G, g = _scalar_law()
+    delta = 6.0
+    law1 = WeightLaw.from_samples(G, g)
+    left, _ = bulk_edges(law1, delta)
+    lawm = MatrixLaw.from_samples(G[:, None, None], g)
+    edge = left_edge(lawm, delta)
+    assert edge.z == pytest.approx(left.z, rel=1e-7)
+    ind, _ = negative_indicator(lawm, delta, edge)
+    # the matrix indicator is evaluated at the last z below the fold reached by the bisection,
+    # where alpha differs from its edge value by O(sqrt(z_edge - z)): agreement to 2e-3
+    assert ind == pytest.approx(_negative_indicator(law1, delta), abs=2e-3)
+    z, overlap2 = lowest_outlier(lawm, delta, edge)
+    z1, _ = scalar_outlier(law1, delta)
+    assert z == pytest.approx(z1, rel=1e-9)
+    left_out = [o for o in spectrum(law1, delta).outliers if o.side == "left"]
+    assert overlap2 == pytest.approx(left_out[0].overlap2, rel=1e-4)
+
+
+def test_identical_neurons_and_independent_blocks():
+    # W = G I_2: alpha = alpha_1 I, the same edge and outlier as m = 1.
+    # W = diag(G_a, G_b): the equations decouple; edge = the lower edge, outliers = the union.
+    delta = 6.0
+    Ga, g = _scalar_law(seed=1)
+    Gb, _ = _scalar_law(seed=2, shift=0.5)
+    Gb = np.random.default_rng(3).permutation(Gb)  # independent of g: no outlier from this block
+    la, lb = WeightLaw.from_samples(Ga, g), WeightLaw.from_samples(Gb, g)
+    ident = MatrixLaw.from_samples(Ga[:, None, None] * np.eye(2), g)
+    assert lowest_outlier(ident, delta)[0] == pytest.approx(scalar_outlier(la, delta)[0], rel=1e-9)
+    W = np.zeros((Ga.size, 2, 2))
+    W[:, 0, 0], W[:, 1, 1] = Ga, Gb
+    diag = MatrixLaw.from_samples(W, g)
+    edge = left_edge(diag, delta)
+    assert edge.z == pytest.approx(min(bulk_edges(la, delta)[0].z, bulk_edges(lb, delta)[0].z), rel=1e-7)
+    assert lowest_outlier(diag, delta, edge)[0] == pytest.approx(scalar_outlier(la, delta)[0], rel=1e-9)
+
+
+def test_no_solution_inside_the_bulk():
+    G, g = _scalar_law()
+    law = MatrixLaw.from_samples(G[:, None, None] * np.eye(2), g)
+    edge = left_edge(law, 6.0)
+    assert solve_alpha(law, 6.0, edge.z_inside + 0.05, edge.alpha) is None
+    alpha, smin = solve_alpha(law, 6.0, edge.z - 0.5)
+    assert np.all(np.linalg.eigvalsh(alpha) > 0) and smin > 0

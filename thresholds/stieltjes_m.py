@@ -1,0 +1,281 @@
+"""Matrix-valued Marchenko-Pastur equation for width m (THEORY section 4).
+
+H = (1/n) sum_i W_i (x) x_i x_i^T with W_i an m x m symmetric weight per sample,
+x_i ~ N(0, I_d), n = delta d.  The m x m Stieltjes transform
+alpha(z) = lim (block trace of (H - z)^{-1}) / d solves
+
+    alpha = ( -z I + E[K] )^{-1},   K = W (I + alpha W / delta)^{-1},
+
+and the hard-direction outliers (r_H = 1, latent g_H) are the real z outside the
+bulk where the m x m matrix
+
+    S(z) = -z I + E[K g_H^2] = alpha^{-1} + E[K (g_H^2 - 1)]
+
+is singular.  For m = 1 these are the scalar equations of :mod:`thresholds.stieltjes`.
+
+Below the bulk (z < left edge) alpha is positive definite and increasing in z, and
+dS/dz = -I - E[K alpha' K g^2]/delta is negative definite, so a negative outlier
+exists iff the lowest eigenvalue of S at z0 = min(0, left edge) is negative:
+``negative_indicator`` returns minus that eigenvalue (> 0 iff there is one), as the
+scalar indicator does.
+
+Solver: Newton on F(alpha) = alpha - (-z I + E[K])^{-1} with the exact Jacobian
+dF[E] = E - alpha E[K E K] alpha / delta (from dK = -K (dalpha/delta) K), i.e. in
+vec form J = I - (alpha (x) alpha) E[K (x) K] / delta; continuation in z from far
+below the spectrum.  The left edge is the fold of this branch (J singular), found
+by bisection on z between a z where Newton converges to a positive-definite alpha
+and one where it does not.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+from .errors import ConvergenceError, ThresholdsError
+
+
+@numba.njit(cache=True)
+def _moments(W, w, h, alpha, delta, want_kk):
+    """One pass over the samples: E[K], E[K (x) K] (rows (i,k), columns (j,l): K_ij K_kl; only
+    when ``want_kk``) and E[K h], with K = (I + W alpha/delta)^{-1} W by Gaussian elimination
+    with partial pivoting per sample."""
+    n, m, _ = W.shape
+    EK = np.zeros((m, m))
+    EKh = np.zeros((m, m))
+    EKK = np.zeros((m * m, m * m))
+    Mt = np.empty((m, m))
+    K = np.empty((m, m))
+    for s in range(n):
+        for i in range(m):
+            for j in range(m):
+                acc = 0.0
+                for k in range(m):
+                    acc += W[s, i, k] * alpha[k, j]
+                Mt[i, j] = (1.0 if i == j else 0.0) + acc / delta
+                K[i, j] = W[s, i, j]
+        for c in range(m):  # forward elimination with partial pivoting on [Mt | K]
+            p = c
+            for r in range(c + 1, m):
+                if abs(Mt[r, c]) > abs(Mt[p, c]):
+                    p = r
+            if p != c:
+                for j in range(m):
+                    Mt[c, j], Mt[p, j] = Mt[p, j], Mt[c, j]
+                    K[c, j], K[p, j] = K[p, j], K[c, j]
+            piv = Mt[c, c]
+            for r in range(c + 1, m):
+                f = Mt[r, c] / piv
+                if f != 0.0:
+                    for j in range(c, m):
+                        Mt[r, j] -= f * Mt[c, j]
+                    for j in range(m):
+                        K[r, j] -= f * K[c, j]
+        for c in range(m - 1, -1, -1):
+            for j in range(m):
+                acc = K[c, j]
+                for k in range(c + 1, m):
+                    acc -= Mt[c, k] * K[k, j]
+                K[c, j] = acc / Mt[c, c]
+        ws = w[s]
+        for i in range(m):
+            for j in range(m):
+                EK[i, j] += ws * K[i, j]
+                EKh[i, j] += ws * h[s] * K[i, j]
+        if want_kk:
+            for i in range(m):
+                for k in range(m):
+                    for j in range(m):
+                        kij = ws * K[i, j]
+                        for l in range(m):
+                            EKK[i * m + k, j * m + l] += kij * K[k, l]
+    return EK, EKK, EKh
+
+
+@dataclass
+class MatrixLaw:
+    """Weighted samples of (W, g_H^2): W shape (n, m, m) symmetric, h = g_H^2 shape (n,), w shape (n,)."""
+
+    W: np.ndarray
+    h: np.ndarray
+    w: np.ndarray
+
+    def __post_init__(self):
+        self.W = np.asarray(self.W, dtype=float)
+        self.h = np.asarray(self.h, dtype=float)
+        self.w = np.asarray(self.w, dtype=float)
+        if self.W.ndim != 3 or self.W.shape[1] != self.W.shape[2]:
+            raise ThresholdsError("W must have shape (n, m, m)")
+        if not (np.all(np.isfinite(self.W)) and np.all(np.isfinite(self.h))):
+            raise ThresholdsError("the weight law has non-finite samples")
+        if not abs(self.w.sum() - 1) < 1e-6:
+            raise ThresholdsError("weights of the matrix law must sum to 1")
+
+    @classmethod
+    def from_samples(cls, W, g):
+        W = np.asarray(W, dtype=float)
+        return cls(W, np.asarray(g, dtype=float) ** 2, np.full(W.shape[0], 1.0 / W.shape[0]))
+
+    @property
+    def m(self) -> int:
+        return self.W.shape[1]
+
+    def lower_bound(self, delta):
+        """A z below the whole spectrum: H >= lambda_min(W) (1/n) sum x x^T and the
+        Marchenko-Pastur edges of (1/n) sum x x^T are (1 -+ 1/sqrt(delta))^2."""
+        low = float(np.linalg.eigvalsh(self.W)[:, 0].min())
+        scale = (1 + 1 / np.sqrt(delta)) ** 2
+        return min(low * scale, 0.0) - 1.0 - abs(low)
+
+    def K(self, alpha, delta):
+        """K_i = W_i (I + alpha W_i / delta)^{-1} (symmetric), shape (n, m, m)."""
+        eye = np.eye(self.m)
+        # (I + W alpha/delta)^{-1} W = W (I + alpha W/delta)^{-1}: one batched solve
+        return np.linalg.solve(eye + self.W @ alpha / delta, self.W)
+
+
+def _sym(a):
+    return 0.5 * (a + a.T)
+
+
+def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-12, maxiter=40):
+    """alpha(z) for real z below the bulk by Newton from ``alpha0`` (default 1/|z| I).
+    Returns (alpha, smallest singular value of the Jacobian) or None when Newton does
+    not converge to a positive-definite solution (z is inside or past the bulk)."""
+    m = law.m
+    eye = np.eye(m)
+    alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else alpha0.copy()
+    for _ in range(maxiter):
+        EK, EKK, _ = _moments(law.W, law.w, law.h, alpha, delta, True)
+        phi = -z * eye + EK
+        try:
+            inv = np.linalg.inv(phi)
+        except np.linalg.LinAlgError:
+            return None
+        F = alpha - _sym(inv)
+        # J = I - (inv (x) inv) E[K (x) K]/delta at the current iterate (inv = alpha at the solution)
+        J = np.eye(m * m) - np.kron(inv, inv) @ EKK / delta
+        try:
+            step = np.linalg.solve(J, F.reshape(-1)).reshape(m, m)
+        except np.linalg.LinAlgError:
+            return None
+        alpha = _sym(alpha - step)
+        if not np.all(np.isfinite(alpha)):
+            return None
+        if np.max(np.abs(step)) <= tol * max(1.0, np.max(np.abs(alpha))):
+            return _physical(law, delta, alpha, J)
+    return None
+
+
+def _physical(law, delta, alpha, J):
+    """(alpha, smallest singular value of J) when alpha is on the physical branch below the
+    bulk: alpha positive definite, I + alpha^{1/2} W_i alpha^{1/2} / delta positive definite for
+    every sample (no pole crossed) and J with eigenvalues of positive real part (the fold,
+    i.e. the edge, is where one of them reaches 0); None otherwise."""
+    vals, vecs = np.linalg.eigh(alpha)
+    if vals[0] <= 0:
+        return None
+    root = (vecs * np.sqrt(vals)) @ vecs.T
+    if np.linalg.eigvalsh(root @ law.W @ root)[:, 0].min() <= -delta:
+        return None
+    if np.linalg.eigvals(J).real.min() <= 0:
+        return None
+    return alpha, float(np.linalg.svd(J, compute_uv=False)[-1])
+
+
+@dataclass
+class LeftEdge:
+    z: float          # left edge of the bulk (midpoint of [z_below, z_inside])
+    alpha: np.ndarray  # alpha(z_below)
+    z_below: float    # the last z below the edge reached by the bisection (alpha known there)
+    z_inside: float   # a z at which the branch no longer exists
+
+
+def left_edge(law: MatrixLaw, delta: float, *, rtol=1e-10) -> LeftEdge:
+    """Left edge of the bulk: the fold of the branch alpha(z) continued from far below."""
+    z_lo = law.lower_bound(delta)
+    sol = solve_alpha(law, delta, z_lo)
+    if sol is None:
+        raise ConvergenceError(f"matrix Stieltjes equation: no solution at z = {z_lo:.4g}, below the spectrum")
+    alpha_lo = sol[0]
+    # step up until the branch ends
+    step = max(1.0, abs(z_lo)) / 8
+    z_hi = None
+    for _ in range(200):
+        z_try = z_lo + step
+        sol = solve_alpha(law, delta, z_try, alpha_lo)
+        if sol is None:
+            z_hi = z_try
+            break
+        z_lo, alpha_lo = z_try, sol[0]
+        step *= 1.5
+    if z_hi is None:
+        raise ConvergenceError("matrix Stieltjes equation: no left edge found")
+    scale = max(1.0, abs(z_lo), abs(z_hi))
+    while z_hi - z_lo > rtol * scale:
+        mid = 0.5 * (z_lo + z_hi)
+        sol = solve_alpha(law, delta, mid, alpha_lo)
+        if sol is None:
+            z_hi = mid
+        else:
+            z_lo, alpha_lo = mid, sol[0]
+    return LeftEdge(0.5 * (z_lo + z_hi), alpha_lo, z_lo, z_hi)
+
+
+def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
+    """S = alpha^{-1} + E[K (g_H^2 - 1)] (equal to -z I + E[K g_H^2] on the branch)."""
+    EK, _, EKh = _moments(law.W, law.w, law.h, alpha, delta, False)
+    return _sym(np.linalg.inv(alpha) + EKh - EK)
+
+
+def _alpha_at_top(law, delta, edge):
+    """(z0, alpha(z0)) at z0 = min(0, left edge) (the edge side: the last z reached below it)."""
+    if edge.z < 0:
+        return edge.z_below, edge.alpha
+    sol = solve_alpha(law, delta, 0.0, edge.alpha)
+    if sol is None:
+        raise ConvergenceError("matrix Stieltjes equation: no solution at z = 0 below the bulk")
+    return 0.0, sol[0]
+
+
+def negative_indicator(law: MatrixLaw, delta: float, edge: LeftEdge | None = None):
+    """(indicator, left edge z): indicator = -(lowest eigenvalue of S) at z0 = min(0, left edge),
+    > 0 iff a negative hard outlier exists."""
+    edge = edge or left_edge(law, delta)
+    _, alpha = _alpha_at_top(law, delta, edge)
+    return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0]), edge.z
+
+
+def lowest_outlier(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *, xtol=1e-11):
+    """(z*, overlap^2) of the lowest hard outlier below min(0, left edge) ((nan, nan) when there is
+    none).  The lowest eigenvalue of S increases as z decreases, so z* is its single root below
+    z0 (Brent in z, each alpha warm-started from the nearest solved z).  overlap^2 =
+    -1/(v^T dS/dz v) along the null vector v of S(z*) (central difference in z)."""
+    from scipy import optimize
+    edge = edge or left_edge(law, delta)
+    z_top, alpha_top = _alpha_at_top(law, delta, edge)
+    known = {z_top: alpha_top}
+
+    def alpha_at(z):
+        near = min(known, key=lambda k: abs(k - z))
+        sol = solve_alpha(law, delta, z, known[near]) or solve_alpha(law, delta, z)
+        if sol is None:
+            raise ConvergenceError(f"matrix Stieltjes equation: no solution at z = {z:.6g}")
+        known[z] = sol[0]
+        return sol[0]
+
+    def lam(z):
+        return float(np.linalg.eigvalsh(S_matrix(law, delta, known[z] if z in known else alpha_at(z)))[0])
+
+    if lam(z_top) >= 0:
+        return float("nan"), float("nan")
+    z_far = law.lower_bound(delta)
+    zs = optimize.brentq(lam, z_far, z_top, xtol=xtol, rtol=1e-13)
+    alpha = alpha_at(zs)
+    v = np.linalg.eigh(S_matrix(law, delta, alpha))[1][:, 0]
+    h = 1e-5 * max(1.0, abs(zs))
+    hi = min(zs + h, z_top)
+    dS = (S_matrix(law, delta, alpha_at(hi)) - S_matrix(law, delta, alpha_at(zs - h))) / (hi - zs + h)
+    return float(zs), float(-1.0 / (v @ dS @ v))
