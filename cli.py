@@ -395,14 +395,20 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
 
 def _terminate_as_interrupt():
     """SIGTERM (and SIGINT, which background shells ignore) stop a long run like Ctrl-C, so
-    that the partial report is still written."""
+    that the partial report is still written.  The first signal asks the scan to stop after the
+    current trial (returned callable, polled by the scan: an exception raised at an arbitrary
+    point could land inside a JIT compilation and be lost); a second one interrupts at once."""
     import signal
+    requested = []
 
     def handler(signum, frame):
-        raise KeyboardInterrupt
+        if requested:
+            raise KeyboardInterrupt
+        requested.append(signum)
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
+    return lambda: bool(requested)
 
 
 def _parse_range(text: str) -> list:
@@ -719,13 +725,13 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
         except ValueError:
             abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
     alg = delta_alg(link)
-    _terminate_as_interrupt()
+    stop_requested = _terminate_as_interrupt()
     err_console.print(f"GD runs: {len(dim_list)} dimension(s) x {len(delta_list)} delta(s) x {trials} trials "
-                      "(Ctrl-C or SIGTERM writes the partial report)")
+                      "(Ctrl-C or SIGTERM: stop after the current trial and write the partial report)")
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("GD trials", total=1)
         result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,
-                      hessian=hessian,
+                      hessian=hessian, should_stop=stop_requested,
                       progress=lambda done, total: bar.update(task, completed=done, total=total),
                       a=a_, b=b_, rho0=rho0, weight_decay=weight_decay)
     path = write_report(result, report_dir, delta_alg=alg.delta_alg)

@@ -152,12 +152,16 @@ def test_validate_sigterm_writes_partial_report(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "cli", "validate", "-a", "tanh", "-l", "abs", "--d", "60",
                              "--deltas", "1:40:1", "--trials", "50", "--report", str(report)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(Path(__file__).parent.parent))
-    # the first stderr line is printed once the handler is installed, just before the first run
-    # (waiting for it instead of a fixed delay keeps the test independent of the machine's load)
-    first = proc.stderr.readline()
-    assert b"GD runs" in first, first
-    time.sleep(5)
-    proc.send_signal(signal.SIGTERM)
-    out, err = proc.communicate(timeout=120)
+    try:
+        # the first stderr line is printed once the handler is installed, just before the first run
+        # (waiting for it instead of a fixed delay keeps the test independent of the machine's load)
+        first = proc.stderr.readline()
+        assert b"GD runs" in first, first
+        time.sleep(5)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:  # never leave the scan running when an assertion fails
+            proc.kill()
     assert proc.returncode == 130, (out, err)
     assert (report / "report.md").exists(), out

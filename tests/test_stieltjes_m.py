@@ -58,3 +58,34 @@ def test_no_solution_inside_the_bulk():
     assert solve_alpha(law, 6.0, edge.z_inside + 0.05, edge.alpha) is None
     alpha, smin = solve_alpha(law, 6.0, edge.z - 0.5)
     assert np.all(np.linalg.eigvalsh(alpha) > 0) and smin > 0
+
+
+def test_width_m_hessian_weight_and_one_law_reduce_to_m1():
+    from thresholds.catalog import get_activation
+    from thresholds.dmft import DMFTSetup
+    from thresholds.hessian import _one_law, _one_law_m, hessian_weight, hessian_weight_m
+    rng = np.random.default_rng(4)
+    n = 4000
+    g = rng.standard_normal(n)
+    y, u = g**2, 0.9 * rng.standard_normal(n)
+    act = get_activation("gelu")
+    W1 = hessian_weight_m(act, 1.3, 0.2, u[:, None], y)
+    assert np.allclose(W1[:, 0, 0], hessian_weight(act, 1.3, 0.2, u, y), rtol=1e-12, atol=1e-14)
+    U = rng.standard_normal((n, 3))
+    W3 = hessian_weight_m(act, 1.3, 0.2, U, y)
+    assert np.allclose(W3, np.transpose(W3, (0, 2, 1)))
+    setup = DMFTSetup("gelu", "phase_retrieval", 8.0, 0.1, 10, a=1.3, b=0.2)
+    w = np.full(n, 1.0 / n)
+    one = _one_law(act, setup, 8.0, u, y, g, w, True)
+    many = _one_law_m(act, setup, 8.0, u[:, None], y, g, w, True)
+    assert many[0] == pytest.approx(one[0], rel=1e-7)          # left edge
+    assert many[2] == pytest.approx(one[2], abs=2e-3)          # indicator (evaluated just below the fold)
+    assert many[3] == pytest.approx(one[3], abs=2e-3)          # tail-clipped indicator
+    assert (np.isnan(many[5]) and np.isnan(one[5])) or many[5] == pytest.approx(one[5], rel=1e-8)
+
+
+def test_width_two_evaluation_from_the_finite_d_law():
+    from thresholds.nn import NNSetup, evaluate
+    ev = evaluate(NNSetup("gelu", eta=0.1, steps=16, m=2, law_d=120, replicas=2), 10.0, cache=False)
+    assert len(ev.indicator) == 16 and np.all(np.isfinite(ev.indicator)) and np.all(np.isfinite(ev.left_edge))
+    assert all(len(z) == 2 for z in ev.hard_z)

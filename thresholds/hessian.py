@@ -44,6 +44,20 @@ def hessian_weight(activation, a: float, b: float, u, y):
     return a * a * s1(z) ** 2 - (np.asarray(y) - a * s0(z)) * a * s2(z)
 
 
+def hessian_weight_m(activation, a: float, b: float, U, y):
+    """W (n, m, m) of THEORY section 2 for width m: W_jk = (a^2/m) sigma'_j sigma'_k
+    - 1[j = k] (y - f) a sigma''_j with f = (a/m) sum_j sigma(u_j + b)."""
+    act = get_activation(activation) if isinstance(activation, str) else activation
+    s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)
+    Z = np.asarray(U) + b
+    m = Z.shape[1]
+    r = np.asarray(y) - a * s0(Z).mean(axis=1)
+    d1, d2 = s1(Z), s2(Z)
+    W = (a * a / m) * np.einsum("ni,nj->nij", d1, d1)
+    W[:, np.arange(m), np.arange(m)] -= (r[:, None] * a) * d2
+    return W
+
+
 @dataclass
 class HessianSpectrum:
     """Bulk edges and hard-direction outliers of the Hessian after ``setup.steps`` GD steps,
@@ -128,6 +142,35 @@ def _one_law(act, setup, delta, u, y, g, w, outliers=True):
     return (left.z - mu, right.z - mu, ind, _negative_indicator(clipped, delta, mu), found, z_low - mu)
 
 
+def _clip_lower_m(W, w, q):
+    """W with every eigenvalue raised to at least the weighted q-quantile of the samples'
+    lowest eigenvalues (the matrix form of ``_clip_lower``)."""
+    vals, vecs = np.linalg.eigh(W)
+    floor = _clip_lower(vals[:, 0], w, q).min()
+    return np.einsum("nij,nj,nkj->nik", vecs, np.maximum(vals, floor), vecs)
+
+
+def _one_law_m(act, setup, delta, U, y, g, w, outliers=True):
+    """``_one_law`` for width m > 1 with the m x m engine (thresholds.stieltjes_m): left edge,
+    negative indicator (plain and with the lowest eigenvalues of W clipped), the lowest hard
+    outlier (located at every step, as for m = 1; its overlap^2 only when ``outliers``).
+    The right edge is not computed (nan)."""
+    from types import SimpleNamespace
+
+    from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator
+    W = hessian_weight_m(act, setup.a, setup.b, U, y)
+    w = np.asarray(w, dtype=float)
+    h = np.asarray(g) ** 2
+    law = MatrixLaw(W, h, w)
+    edge = left_edge(law, delta)
+    ind, _ = negative_indicator(law, delta, edge)
+    clipped = MatrixLaw(_clip_lower_m(W, w, CLIP_QUANTILE), h, w)
+    cind, _ = negative_indicator(clipped, delta)
+    z_low, overlap2 = lowest_m(law, delta, edge)
+    found = [SimpleNamespace(side="left", z=z_low, overlap2=overlap2)] if outliers and np.isfinite(z_low) else []
+    return (edge.z, math.nan, ind, cind, found, z_low)
+
+
 def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
     lefts, rights, indicators, clipped, found, z_low = zip(*per_replica)
     left, left_se = _mean_se(lefts)
@@ -159,9 +202,9 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
 
 def _hessian_activation(setup: DMFTSetup):
     """The activation, once the setup is known to be covered: m = 1 and sigma'' defined."""
-    if setup.m != 1:
-        raise UnsupportedError("the Hessian spectrum covers m = 1 (the m x m Stieltjes transform "
-                               "of m > 1 is not implemented)")
+    if setup.m != 1 and setup.sphere:
+        raise UnsupportedError("the Hessian of spherical GD covers m = 1 (for m > 1 the Riemannian "
+                               "shift differs per neuron)")
     act = get_activation(setup.activation)
     act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
     return act
@@ -185,7 +228,8 @@ def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
     out = {}
     for step in sorted(laws_by_step):
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
-        per = [_one_law(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws_by_step[step]]
+        one = _one_law if setup.m == 1 else _one_law_m
+        per = [one(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws_by_step[step]]
         out[step] = _aggregate(setup, per, step)
         if law_note:
             out[step].notes[0] = law_note + f", after {step} steps"
@@ -212,7 +256,8 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
         try:
             run = run_gd(GDSetup(setup.activation, setup.link, setup.delta, d, setup.eta, setup.steps,
                                  a=setup.a, b=setup.b, rho0=setup.rho0, weight_decay=setup.weight_decay,
-                                 complement=True, sphere=setup.sphere, seed=1000 * setup.seed + r, n_test=200),
+                                 m=setup.m, complement=True, sphere=setup.sphere, seed=1000 * setup.seed + r,
+                                 n_test=200),
                          snapshots=steps, progress=(lambda t, r=r: progress(r * (setup.steps + 1) + t + 1,
                                                                              setup.replicas * (setup.steps + 1)))
                          if progress else None)
@@ -223,7 +268,7 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
         g = X[:, 0]
         w = np.full(y.size, 1.0 / y.size)
         for s in steps:
-            laws[s].append((run.snapshots[s][:, 0], y, g, w))
+            laws[s].append((run.snapshots[s][:, 0] if setup.m == 1 else run.snapshots[s], y, g, w))
     return _spectra(act, setup, laws, outliers, f"law: empirical law of finite-d GD restricted to the "
                     f"complement, d = {d}, {setup.replicas} seeds (mean +- s.e.)")
 

@@ -104,9 +104,8 @@ class NNSetup:
 
     def validate(self):
         self.dmft(1.0).validate()
-        if self.m != 1:
-            raise UnsupportedError("delta_NN covers m = 1: the m x m Stieltjes transform and outlier "
-                                   "determinant of m > 1 are not implemented (the DMFT is: thresholds dmft --m)")
+        if self.m != 1 and self.sphere:
+            raise UnsupportedError("delta_NN of spherical GD covers m = 1")
         if self.law not in ("dmft", "gd"):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
         if self.law == "gd" and self.law_d < 50:

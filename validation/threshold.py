@@ -126,8 +126,10 @@ class ThresholdScan:
 
 
 def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, c=10.0, seed=0,
-         progress=None, hessian=False, **setup) -> ThresholdScan:
-    """Run the success-rate grid; Ctrl-C stops it and returns the partial scan.
+         progress=None, hessian=False, should_stop=None, **setup) -> ThresholdScan:
+    """Run the success-rate grid; Ctrl-C (KeyboardInterrupt) stops it and returns the partial scan,
+    and so does ``should_stop()`` returning True, checked after every trial (a cooperative stop
+    that cannot land inside a JIT compilation).
     With ``hessian``, also probe the Hessian after the first phase (complement run) at each (d, delta)."""
     out = ThresholdScan({"activation": activation, "link": link, "eta": eta, "t0": t0, "c": c,
                          "horizon": {d: horizon(d, eta, t0, c) for d in dims}, **setup},
@@ -151,6 +153,8 @@ def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, 
                     done += 1
                     if progress:
                         progress(done, total)
+                    if should_stop is not None and should_stop():
+                        raise KeyboardInterrupt
                 out.successes[(d, delta)] = k
                 out.trials[(d, delta)] = trials_per_point
             ks = [out.successes[(d, x)] for x in deltas]
