@@ -435,6 +435,8 @@ def _nn_setup_options(func):
         click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a."),
         click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b."),
         click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
+        click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
+                     help="Width: number of neurons (m > 1: m x m Stieltjes transform; not with --sphere)."),
         click.option("--sphere", is_flag=True, help="Spherical GD: theta rescaled to ||theta|| = rho0 each step "
                      "(Hessian = Riemannian Hessian on the sphere)."),
         click.option("--law", type=click.Choice(["gd", "dmft"]), default="gd", show_default=True,
@@ -461,7 +463,8 @@ def _nn_setup_options(func):
 def _nn_setup(activation, link, kw):
     from thresholds.nn import NNSetup
     return NNSetup(activation, link, eta=kw["eta"], steps=kw["steps"], a=kw["a_"], b=kw["b_"], rho0=kw["rho0"],
-                   weight_decay=kw["weight_decay"], sphere=kw["sphere"], law=kw["law"], law_d=kw["law_d"],
+                   weight_decay=kw["weight_decay"], m=kw["width"], sphere=kw["sphere"], law=kw["law"],
+                   law_d=kw["law_d"],
                    paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
                    search_max=kw["search_max"], rtol=kw["rtol"])
 
