@@ -89,3 +89,21 @@ def test_width_two_evaluation_from_the_finite_d_law():
     ev = evaluate(NNSetup("gelu", eta=0.1, steps=16, m=2, law_d=120, replicas=2), 10.0, cache=False)
     assert len(ev.indicator) == 16 and np.all(np.isfinite(ev.indicator)) and np.all(np.isfinite(ev.left_edge))
     assert all(len(z) == 2 for z in ev.hard_z)
+
+
+def test_two_coupled_blocks_give_two_outliers():
+    # W = diag(G_a, G_b) with both weights depending on the same g: the equations decouple and
+    # S = diag(S_a, S_b), so the hard outliers are the two scalar outliers (both lie below both
+    # blocks' edges here; a block's outlier above the other block's edge is inside the bulk).
+    from thresholds.stieltjes_m import hard_outliers
+    delta, n = 6.0, 6000
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal(n)
+    Ga = np.clip(1.0 - 0.8 * g**2 + 0.3 * rng.standard_normal(n), -3, 5)
+    Gb = np.clip(1.2 - 1.1 * g**2 + 0.2 * rng.standard_normal(n), -3, 5)
+    W = np.zeros((n, 2, 2))
+    W[:, 0, 0], W[:, 1, 1] = Ga, Gb
+    outs = hard_outliers(MatrixLaw.from_samples(W, g), delta)
+    expected = sorted(scalar_outlier(WeightLaw.from_samples(G, g), delta)[0] for G in (Ga, Gb))
+    assert len(outs) == 2
+    assert [z for z, _ in outs] == pytest.approx(expected, rel=1e-8)

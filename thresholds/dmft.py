@@ -73,6 +73,7 @@ from .errors import DivergenceError, ThresholdsError, UnsupportedError
 from .kernels import compiled_activation, make_psi_kernel, make_psi_kernel_m
 
 BLOWUP = 1e8  # |u| or C(t,t) beyond this is reported as divergence
+INNOVATION_FLOOR = 1e-24  # relative variance below which a psi innovation opens no new source
 
 
 @dataclass
@@ -399,7 +400,7 @@ def _run_sources(setup, act, link, n, rng, progress):
             coef += fix
             norm2 = float(omega @ (r * r))
             Lpsi[J, :J] = coef
-            if norm2 > 1e-24 * max(float(omega @ (col * col)), 1e-300):
+            if norm2 > INNOVATION_FLOOR * max(float(omega @ (col * col)), 1e-300):
                 Lpsi[J, J] = math.sqrt(norm2)
                 Psit[:, J] = r / Lpsi[J, J]
         rows = Lpsi[P : P + M, : P + M]

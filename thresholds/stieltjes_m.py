@@ -248,17 +248,21 @@ def negative_indicator(law: MatrixLaw, delta: float, edge: LeftEdge | None = Non
     return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0]), edge.z
 
 
-def lowest_outlier(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *, xtol=1e-11):
-    """(z*, overlap^2) of the lowest hard outlier below min(0, left edge) ((nan, nan) when there is
-    none).  The lowest eigenvalue of S increases as z decreases, so z* is its single root below
-    z0 (Brent in z, each alpha warm-started from the nearest solved z).  overlap^2 =
-    -1/(v^T dS/dz v) along the null vector v of S(z*) (central difference in z)."""
+def hard_outliers(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *, xtol=1e-11, lowest_only=False):
+    """All hard outliers below min(0, left edge): [(z, overlap^2)] in increasing z, one per
+    eigenvalue of S that is negative at the top of the branch (each eigenvalue of S decreases
+    in z, so each has at most one root below it; Brent in z, alpha warm-started from the
+    nearest solved z).  overlap^2 = -1/(v^T dS/dz v) along the null vector v of S(z)
+    (central difference in z).  Exchangeable neurons give near-degenerate groups.
+    ``lowest_only``: the lowest outlier only."""
     from scipy import optimize
     edge = edge or left_edge(law, delta)
     z_top, alpha_top = _alpha_at_top(law, delta, edge)
     known = {z_top: alpha_top}
 
     def alpha_at(z):
+        if z in known:
+            return known[z]
         near = min(known, key=lambda k: abs(k - z))
         sol = solve_alpha(law, delta, z, known[near]) or solve_alpha(law, delta, z)
         if sol is None:
@@ -266,16 +270,27 @@ def lowest_outlier(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *
         known[z] = sol[0]
         return sol[0]
 
-    def lam(z):
-        return float(np.linalg.eigvalsh(S_matrix(law, delta, known[z] if z in known else alpha_at(z)))[0])
+    def eig(z, i):
+        return float(np.linalg.eigvalsh(S_matrix(law, delta, alpha_at(z)))[i])
 
-    if lam(z_top) >= 0:
-        return float("nan"), float("nan")
+    top = np.linalg.eigvalsh(S_matrix(law, delta, alpha_top))
     z_far = law.lower_bound(delta)
-    zs = optimize.brentq(lam, z_far, z_top, xtol=xtol, rtol=1e-13)
-    alpha = alpha_at(zs)
-    v = np.linalg.eigh(S_matrix(law, delta, alpha))[1][:, 0]
-    h = 1e-5 * max(1.0, abs(zs))
-    hi = min(zs + h, z_top)
-    dS = (S_matrix(law, delta, alpha_at(hi)) - S_matrix(law, delta, alpha_at(zs - h))) / (hi - zs + h)
-    return float(zs), float(-1.0 / (v @ dS @ v))
+    out = []
+    for i in np.flatnonzero(top < 0)[: 1 if lowest_only else None]:
+        zs = optimize.brentq(eig, z_far, z_top, args=(int(i),), xtol=xtol, rtol=1e-13)
+        v = np.linalg.eigh(S_matrix(law, delta, alpha_at(zs)))[1][:, i]
+        h = 1e-5 * max(1.0, abs(zs))
+        hi = min(zs + h, z_top)
+        dS = (S_matrix(law, delta, alpha_at(hi)) - S_matrix(law, delta, alpha_at(zs - h))) / (hi - zs + h)
+        out.append((float(zs), float(-1.0 / (v @ dS @ v))))
+    return sorted(out)
+
+
+def lowest_outlier(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *, xtol=1e-11):
+    """(z*, overlap^2) of the lowest hard outlier below min(0, left edge) ((nan, nan) when there
+    is none): the root of the lowest eigenvalue of S (``hard_outliers``)."""
+    edge = edge or left_edge(law, delta)
+    z_top, alpha_top = _alpha_at_top(law, delta, edge)
+    if np.linalg.eigvalsh(S_matrix(law, delta, alpha_top))[0] >= 0:
+        return float("nan"), float("nan")
+    return hard_outliers(law, delta, edge, xtol=xtol, lowest_only=True)[0]
