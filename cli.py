@@ -586,33 +586,43 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
 @main.command("table")
 @click.option("--links", default="phase_retrieval", show_default=True, help="Comma-separated links.")
 @click.option("--activations", default="gelu,quad,tanh", show_default=True, help="Comma-separated activations.")
+@click.option("--widths", default=None, help="Comma-separated widths m (one row each; overrides --m).")
 @_nn_setup_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a 'rows' list.")
-def table_cmd(links, activations, as_json, **kw):
-    """One row per (link, activation): delta_alg, delta_NN, their ratio, and the
+def table_cmd(links, activations, widths, as_json, **kw):
+    """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
     simulated threshold when a validation of the same setup is cached."""
+    from dataclasses import replace
+
     from rich.markup import escape
 
     from thresholds.nn import cached_validation
 
+    try:
+        width_list = [int(v) for v in widths.split(",") if v.strip()] if widths else [kw["width"]]
+    except ValueError:
+        abort(f"--widths {widths!r}: give comma-separated integers (m = inf is not computed)", 2)
+    if not width_list or min(width_list) < 1:
+        abort("--widths needs integers >= 1", 2)
     rows = []
     for link in [v.strip() for v in links.split(",") if v.strip()]:
         for act in [v.strip() for v in activations.split(",") if v.strip()]:
-            setup = _nn_setup(act, link, kw)
-            setup.validate()
-            res = _run_nn(setup, kw["no_cache"], quiet=True)
-            rows.append((setup, res, cached_validation(setup)))
+            for m in width_list:
+                setup = replace(_nn_setup(act, link, kw), m=m)
+                setup.validate()
+                res = _run_nn(setup, kw["no_cache"], quiet=True)
+                rows.append((setup, res, cached_validation(setup)))
     if as_json:
         emit_json({"rows": [dict(r.to_json(), simulated=v) for _, r, v in rows]})
         return
     table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(rows[0][0]).split(", ", 2)[2]
                                if rows else "delta_NN"))
-    for col in ("link", "activation", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
+    for col in ("link", "activation", "m", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
                 "converged", "simulated"):
         table.add_column(col)
     for setup, r, v in rows:
         tr = r.transient
-        table.add_row(setup.link, setup.activation, f"{r.delta_alg:.4g}",
+        table.add_row(setup.link, setup.activation, str(setup.m), f"{r.delta_alg:.4g}",
                       _interval(r.delta_nn, r.low, r.high, r.found, setup.search_max),
                       f"{r.ratio:.3g}" if r.found else "inf",
                       _interval(tr.value, tr.low, tr.high, tr.found, setup.search_max),

@@ -99,6 +99,10 @@ def test_table_and_grok_commands(tmp_path):
     assert res.exit_code == 0, res.output
     row = json.loads(res.output)["rows"][0]
     assert row["delta_nn"] == "inf" and row["delta_alg"] == pytest.approx(0.5, rel=1e-6) and row["simulated"] is None
+    res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "1,2",
+                                    "--law-d", "60", *common, "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    assert [r["setup"]["m"] for r in json.loads(res.output)["rows"]] == [1, 2]
     res = CliRunner().invoke(main, ["grok", "-a", "linear", "-l", "abs", "-d", "1.5", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
