@@ -48,18 +48,24 @@ def run():
         for act, base in BASE.items():
             if (act, label) in done:
                 continue
-            setup = replace(base, **change)
-            row = {"activation": act, "variant": label, "setup": asdict(setup)}
-            try:
-                res = delta_nn(setup, log=lambda s: print(f"  {act} / {label}: {s}", flush=True))
-                j = res.to_json()
-                j.pop("evaluations")
-                row.update(j)
-            except ThresholdsError as exc:
-                row["error"] = str(exc)
-            with open(OUT / "results.jsonl", "a") as fh:
-                fh.write(json.dumps(row, default=str) + "\n")
-            print(f"{act} / {label}: {row.get('delta_nn', row.get('error'))}", flush=True)
+            append_delta_nn_row(OUT / "results.jsonl", replace(base, **change), f"{act} / {label}",
+                                {"activation": act, "variant": label})
+
+
+def append_delta_nn_row(path, setup, label, row):
+    """Run delta_NN for ``setup`` and append ``row`` + its JSON (without the per-delta
+    evaluations; an error message instead when it fails) as one line of ``path``."""
+    row = dict(row, setup=asdict(setup))
+    try:
+        res = delta_nn(setup, log=lambda s: print(f"  {label}: {s}", flush=True))
+        j = res.to_json()
+        j.pop("evaluations")
+        row.update(j)
+    except ThresholdsError as exc:
+        row["error"] = str(exc)
+    with open(path, "a") as fh:
+        fh.write(json.dumps(row, default=str) + "\n")
+    print(f"{label}: {row.get('delta_nn', row.get('error'))}", flush=True)
 
 
 def _fmt(row, key="delta_nn"):
