@@ -194,12 +194,19 @@ class LeftEdge:
 
 
 def left_edge(law: MatrixLaw, delta: float, *, rtol=1e-10) -> LeftEdge:
-    """Left edge of the bulk: the fold of the branch alpha(z) continued from far below."""
+    """Left edge of the bulk: the fold of the branch alpha(z) continued from far below.
+
+    Near a square-root edge the smallest singular value of the Jacobian vanishes like
+    sqrt(z_edge - z), so its square is linear in z: from two solved points below the edge the
+    fold is extrapolated and the next point is placed 1% of the remaining distance below it
+    (bisection when the extrapolation is not usable); stop when the predicted distance to
+    the fold is below rtol."""
     z_lo = law.lower_bound(delta)
     sol = solve_alpha(law, delta, z_lo)
     if sol is None:
         raise ConvergenceError(f"matrix Stieltjes equation: no solution at z = {z_lo:.4g}, below the spectrum")
-    alpha_lo = sol[0]
+    alpha_lo, sv_lo = sol
+    prev = None
     # step up until the branch ends
     step = max(1.0, abs(z_lo)) / 8
     z_hi = None
@@ -209,19 +216,33 @@ def left_edge(law: MatrixLaw, delta: float, *, rtol=1e-10) -> LeftEdge:
         if sol is None:
             z_hi = z_try
             break
-        z_lo, alpha_lo = z_try, sol[0]
+        prev = (z_lo, sv_lo)
+        z_lo, (alpha_lo, sv_lo) = z_try, sol
         step *= 1.5
     if z_hi is None:
         raise ConvergenceError("matrix Stieltjes equation: no left edge found")
     scale = max(1.0, abs(z_lo), abs(z_hi))
-    while z_hi - z_lo > rtol * scale:
-        mid = 0.5 * (z_lo + z_hi)
-        sol = solve_alpha(law, delta, mid, alpha_lo)
+    z_edge = None
+    for _ in range(200):
+        if z_hi - z_lo <= rtol * scale:
+            break
+        cand = 0.5 * (z_lo + z_hi)
+        if prev is not None and prev[1] > sv_lo > 0:
+            z_pred = z_lo + sv_lo**2 * (z_lo - prev[0]) / (prev[1] ** 2 - sv_lo**2)
+            if z_lo < z_pred < z_hi:
+                if z_pred - z_lo <= rtol * scale:
+                    z_edge = z_pred
+                    break
+                cand = z_pred - 0.01 * (z_pred - z_lo)
+        sol = solve_alpha(law, delta, cand, alpha_lo)
         if sol is None:
-            z_hi = mid
+            z_hi = cand
         else:
-            z_lo, alpha_lo = mid, sol[0]
-    return LeftEdge(0.5 * (z_lo + z_hi), alpha_lo, z_lo, z_hi)
+            prev = (z_lo, sv_lo)
+            z_lo, (alpha_lo, sv_lo) = cand, sol
+    if z_edge is None:
+        z_edge = 0.5 * (z_lo + z_hi)
+    return LeftEdge(z_edge, alpha_lo, z_lo, z_hi)
 
 
 def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
