@@ -697,6 +697,8 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
 @click.option("--a", "a_", default=1.0, show_default=True, type=float)
 @click.option("--b", "b_", default=0.0, show_default=True, type=float)
 @click.option("--weight-decay", default=0.0, show_default=True, type=float)
+@click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
+              help="Width (success: the squared norm of Theta in the latent subspace exceeds half of ||Theta||^2).")
 @click.option("--t0", default=50.0, show_default=True, type=float, help="Horizon: (t0 + c log d)/eta steps.")
 @click.option("--c", "c_", default=10.0, show_default=True, type=float, help="Horizon slope in log d.")
 @click.option("--jobs", default="auto", show_default=True,
@@ -706,7 +708,7 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
               help="Also probe the Hessian after the first phase at each (d, delta) (needs sigma'').")
 @click.option("--report", "report_dir", default="validation-report", show_default=True,
               type=click.Path(file_okay=False), help="Directory of the markdown report and PNGs.")
-def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, t0, c_, jobs, seed,
+def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, width, t0, c_, jobs, seed,
                  hessian, report_dir):
     """Empirical GD recovery threshold (success rate vs delta at several d) with a report.
 
@@ -746,11 +748,12 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
         result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,
                       hessian=hessian, should_stop=stop_requested,
                       progress=lambda done, total: bar.update(task, completed=done, total=total),
-                      a=a_, b=b_, rho0=rho0, weight_decay=weight_decay)
+                      a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
     path = write_report(result, report_dir, delta_alg=alg.delta_alg)
     if result.extrapolated[0] is not None and not result.interrupted:
         from thresholds.nn import NNSetup, store_validation
-        store_validation(NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay),
+        store_validation(NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay,
+                                 m=width),
                          result.extrapolated[0], result.extrapolated[1], str(path))
     console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else ""))
     for d, (cr, se) in result.crossings.items():

@@ -101,6 +101,17 @@ def test_validate_writes_report(tmp_path):
     assert (out / "success.png").stat().st_size > 1000
 
 
+def test_validate_width_two(tmp_path):
+    # m = 2 neurons: same scan, the width printed in the report's setup line, Hessian probe of the
+    # 2d x 2d Hessian
+    out = tmp_path / "rep"
+    res = run("validate", "-a", "tanh", "-l", "abs", "--d", "40", "--deltas", "2,10", "--trials", "2", "--m", "2",
+              "--t0", "5", "--c", "1", "--hessian", "--report", str(out))
+    assert res.exit_code == 0, res.output
+    text = (out / "report.md").read_text()
+    assert "m = 2" in text and "successes / trials" in text and "lowest (overlap2)" in text
+
+
 @pytest.mark.parametrize("args, fragment", [
     (("validate", "-a", "tanh", "-l", "abs", "--deltas", "a:b"), "start:stop:step"),
     (("validate", "-a", "relu", "-l", "abs", "--hessian"), "no classical second derivative"),

@@ -184,6 +184,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
              "Horizon T(d) = ceil((t0 + c log d)/eta) steps: "
              + ", ".join(f"d = {d}: {t}" for d, t in st["horizon"].items()) + ".",
              "Success: squared cosine between theta and the latent subspace > 1/2 at the horizon "
+             "(for m > 1 neurons: the fraction of ||Theta||_F^2 in the latent subspace) "
              "(unrestricted GD, fresh data and initialisation per trial).",
              "" if not result.interrupted else "**Interrupted: partial results.**", "",
              "| d | delta | successes / trials | rate | Wilson 95% |", "|---|---|---|---|---|"]
