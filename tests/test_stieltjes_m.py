@@ -107,3 +107,14 @@ def test_two_coupled_blocks_give_two_outliers():
     expected = sorted(scalar_outlier(WeightLaw.from_samples(G, g), delta)[0] for G in (Ga, Gb))
     assert len(outs) == 2
     assert [z for z, _ in outs] == pytest.approx(expected, rel=1e-8)
+
+
+def test_block_diagonal_law_pools_the_diagonal():
+    # W = G I_2 is already block diagonal: the pooled law has the same edge and outlier.
+    from thresholds.stieltjes_m import block_diagonal_law
+    G, g = _scalar_law(n=3000)
+    pooled = block_diagonal_law(MatrixLaw.from_samples(G[:, None, None] * np.eye(2), g))
+    assert pooled.G.size == 2 * G.size and pooled.w.sum() == pytest.approx(1.0)
+    law1 = WeightLaw.from_samples(G, g)
+    assert bulk_edges(pooled, 6.0)[0].z == pytest.approx(bulk_edges(law1, 6.0)[0].z, rel=1e-12)
+    assert scalar_outlier(pooled, 6.0)[0] == pytest.approx(scalar_outlier(law1, 6.0)[0], rel=1e-10)

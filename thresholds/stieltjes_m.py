@@ -315,3 +315,17 @@ def lowest_outlier(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *
     if np.linalg.eigvalsh(S_matrix(law, delta, alpha_top))[0] >= 0:
         return float("nan"), float("nan")
     return hard_outliers(law, delta, edge, xtol=xtol, lowest_only=True)[0]
+
+
+def block_diagonal_law(law: MatrixLaw):
+    """The block-diagonal approximation: keep only the diagonal of every W_i, so that the m
+    blocks decouple into scalar equations; with exchangeable neurons they share one law, the
+    pooled diagonal entries (a scalar :class:`thresholds.stieltjes.WeightLaw` whose edges and
+    outliers are those of the approximation).  The discarded off-diagonal part of W is
+    (a^2/m) sigma'_j sigma'_k: entries O(1/m), but a rank-one matrix of operator norm O(1)."""
+    from .stieltjes import WeightLaw
+    m = law.m
+    G = np.einsum("nii->ni", law.W).reshape(-1)
+    w = np.repeat(law.w / m, m)
+    M = np.repeat(law.h, m)
+    return WeightLaw.from_nodes(G, w, M, description="block-diagonal approximation (pooled diagonal of W)")
