@@ -749,11 +749,12 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
                       hessian=hessian, should_stop=stop_requested,
                       progress=lambda done, total: bar.update(task, completed=done, total=total),
                       a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
-    path = write_report(result, report_dir, delta_alg=alg.delta_alg)
+    from thresholds.nn import NNSetup, cached_delta_nn
+    same = NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
+    path = write_report(result, report_dir, delta_alg=alg.delta_alg, delta_nn=cached_delta_nn(same))
     if result.extrapolated[0] is not None and not result.interrupted:
-        from thresholds.nn import NNSetup, store_validation
-        store_validation(NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay,
-                                 m=width),
+        from thresholds.nn import store_validation
+        store_validation(same,
                          result.extrapolated[0], result.extrapolated[1], str(path))
     console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else ""))
     for d, (cr, se) in result.crossings.items():

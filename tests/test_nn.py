@@ -137,3 +137,18 @@ def test_nn_scan_cli(tmp_path):
     out = json.loads(res.output)
     assert out["parameter"] == "rho0" and [r["value"] for r in out["scan"]] == [0.5, 1.0]
     assert [r["setup"]["rho0"] for r in out["scan"]] == [0.5, 1.0] and (tmp_path / "scan.png").exists()
+
+
+def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
+    # the success-rate report quotes delta_NN (horizon, transient, finite d at the scanned d) from a
+    # cached `thresholds nn` result of the same setup, and says so when there is none
+    from validation.threshold import _nn_lines
+    from thresholds.nn import cached_delta_nn
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    setup = NNSetup("linear", "abs", eta=0.2, steps=8, paths=800, replicas=2, search_max=2.0, law_d=60)
+    assert cached_delta_nn(setup) is None
+    assert "no cached" in _nn_lines(None, [200])
+    res = delta_nn(setup)
+    assert cached_delta_nn(setup) is not None
+    text = _nn_lines(cached_delta_nn(setup), [200, 400])
+    assert "at the horizon" in text and "d = 200:" in text and "d = 400:" in text

@@ -314,6 +314,12 @@ def _cache_key(setup: NNSetup) -> dict:
     return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 5}
 
 
+def cached_delta_nn(setup: NNSetup):
+    """The cached NNResult of ``setup`` (None when ``thresholds nn`` has not run it)."""
+    from . import cache as _cache
+    return _cache.load("nn", _cache_key(setup))
+
+
 def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> NNResult:
     """delta_NN for ``setup`` (module docstring); ``log(text)`` receives one line per evaluation."""
     import time

@@ -171,8 +171,25 @@ def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, 
     return out
 
 
+def _nn_lines(nn, dims):
+    """The prediction paragraph: delta_NN at the horizon, the transient threshold and the
+    finite-d thresholds at the scanned d from a cached ``thresholds nn`` result."""
+    if nn is None:
+        return ("Predicted delta_NN: no cached `thresholds nn` result for this setup (run `thresholds nn` with "
+                "the same eta, a, b, rho0, weight decay and m first).")
+    s, tr = nn.setup, nn.transient
+    fd = {row["d"]: row for row in nn.finite_d(list(dims))}
+    finite = ", ".join(f"d = {d}: " + (f"{fd[d]['value']:.3g}" if isinstance(fd[d].get("value"), float) else "none")
+                       for d in dims if d in fd)
+    return (f"Predicted by `thresholds nn` (law {s.law}, d = {s.law_d}, {s.replicas} seeds, horizon {s.steps} "
+            f"steps): delta_NN = {nn.delta_nn:.4g} [{nn.low:.4g}, {nn.high:.4g}] at the horizon; transient "
+            + (f"min_t delta_NN(t) = {tr.value:.4g} [{tr.low:.4g}, {tr.high:.4g}] at step {nn.transient_step}"
+               if tr.found else "none") + f"; finite-d threshold (growth sqrt(d) within the horizon): {finite}.")
+
+
 def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=None):
-    """Markdown report with the success table, crossings, extrapolation and two PNGs."""
+    """Markdown report with the success table, crossings, extrapolation and two PNGs; ``delta_nn``
+    is a cached NNResult of the same setup (or None)."""
     from pathlib import Path
 
     from thresholds.plots import _pyplot
@@ -197,8 +214,8 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
         lines.append(f"| {d} | {'-' if c is None else f'{c:.3f}'} | {'-' if e is None else f'{e:.3f}'} |")
     c, e = result.extrapolated
     lines += ["", "Extrapolation in 1/log d: " + ("not enough crossings" if c is None else f"{c:.3f} +- {e:.3f}"),
-              "", f"Predicted delta_alg: {delta_alg if delta_alg is not None else 'n/a'}; predicted delta_NN: "
-              + (f"{delta_nn}" if delta_nn is not None else "not available (no delta_NN calculator yet)"), ""]
+              "", f"Predicted delta_alg: {delta_alg if delta_alg is not None else 'n/a'}.", "",
+              _nn_lines(delta_nn, result.dims), ""]
     if result.escapes:
         lines += ["Escape time (first step with squared cosine > 1/2) of the successful trials; THEORY",
                   "section 5 predicts t_1 + log(c sqrt d)/(eta |z*|), i.e. growth like log d at fixed delta:", "",
@@ -241,7 +258,11 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
         lo_hi = np.array([wilson(k, n) for k, n in zip(ks, ns)])
         rate = ks / ns
         ax.errorbar(xs, rate, yerr=[rate - lo_hi[:, 0], lo_hi[:, 1] - rate], fmt="o-", capsize=2, label=f"d = {d}")
-    for value, name, style in ((delta_alg, "delta_alg", ":"), (delta_nn, "delta_NN", "--")):
+    lines_at = [(delta_alg, "delta_alg", ":")]
+    if delta_nn is not None:
+        lines_at += [(delta_nn.delta_nn, "delta_NN (horizon)", "--"),
+                     (delta_nn.transient.value if delta_nn.transient.found else None, "transient delta_NN(t)", "-.")]
+    for value, name, style in lines_at:
         if value is not None and np.isfinite(value):
             ax.axvline(value, ls=style, color="k", label=name)
     ax.set_xlabel("delta = n/d")
