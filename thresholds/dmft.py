@@ -244,12 +244,11 @@ def _test_loss(act_fns, a, b, q, Ey, Ey2):
     return 0.5 * (Ey2 - 2 * a * Ey * Es + a * a * Es2)
 
 
-def _test_loss_m(act, a, b, Q, Ey, Ey2, nodes=40):
+def _test_loss_m(sig, a, b, Q, Ey, Ey2, nodes=40):
     """Population risk E[(y - f(w))^2]/2 of the width-m network, w ~ N(0, Q) independent of y
     (null case): E[f] from one-dimensional and E[f^2] from pairwise two-dimensional
-    Gauss-Hermite quadrature (``nodes`` per axis)."""
+    Gauss-Hermite quadrature (``nodes`` per axis); ``sig`` is sigma as a NumPy function."""
     m = Q.shape[0]
-    sig = act.numpy(0)
     x, wts = np.polynomial.hermite_e.hermegauss(nodes)
     wts = wts / wts.sum()
     std = np.sqrt(np.maximum(np.diag(Q), 0.0))
@@ -558,7 +557,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         diag = [np.einsum("ttjj->tj", o[2]) for o in outs]
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
         ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o[0]) / setup.m for o in outs])
-        test = np.array([[_test_loss_m(act, setup.a, setup.b, o[2][t, t], Ey, Ey2) for t in range(setup.steps + 1)]
+        sig = act.numpy(0)
+        test = np.array([[_test_loss_m(sig, setup.a, setup.b, o[2][t, t], Ey, Ey2) for t in range(setup.steps + 1)]
                          for o in outs])
 
     def mean_se(arr):

@@ -129,12 +129,6 @@ class MatrixLaw:
         scale = (1 + 1 / np.sqrt(delta)) ** 2
         return min(low * scale, 0.0) - 1.0 - abs(low)
 
-    def K(self, alpha, delta):
-        """K_i = W_i (I + alpha W_i / delta)^{-1} (symmetric), shape (n, m, m)."""
-        eye = np.eye(self.m)
-        # (I + W alpha/delta)^{-1} W = W (I + alpha W/delta)^{-1}: one batched solve
-        return np.linalg.solve(eye + self.W @ alpha / delta, self.W)
-
 
 def _sym(a):
     return 0.5 * (a + a.T)
