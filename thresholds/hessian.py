@@ -201,7 +201,7 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
 
 
 def _hessian_activation(setup: DMFTSetup):
-    """The activation, once the setup is known to be covered: m = 1 and sigma'' defined."""
+    """The activation, once the setup is known to be covered: sigma'' defined, and m = 1 with --sphere."""
     if setup.m != 1 and setup.sphere:
         raise UnsupportedError("the Hessian of spherical GD covers m = 1 (for m > 1 the Riemannian "
                                "shift differs per neuron)")
