@@ -712,7 +712,8 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
                  hessian, report_dir):
     """Empirical GD recovery threshold (success rate vs delta at several d) with a report.
 
-    Ctrl-C stops the scan and writes the partial report.
+    Ctrl-C (or SIGTERM) stops the scan after the current trial and writes the partial report;
+    a second Ctrl-C interrupts at once.
     """
     from rich.progress import Progress
 
