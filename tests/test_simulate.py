@@ -65,6 +65,10 @@ def test_crossing_fit_recovers_a_known_logistic():
     c, se = fit_crossing(deltas, k, [400] * 13)
     assert abs(c - 5.0) < 4 * se and se < 0.1
     assert fit_crossing(deltas, [0] * 13, [400] * 13) == (None, None)
+    # all-or-nothing data: no curvature to read an error from; the crossing is the midpoint of the
+    # gap where the rate jumps, with the standard deviation of a uniform law on it (never nan)
+    c, se = fit_crossing([4, 6, 8, 10], [0, 10, 10, 10], [10] * 4)
+    assert (c, se) == pytest.approx((5.0, 2 / np.sqrt(12)))
     # exact linear dependence on 1/log d is extrapolated exactly
     dims = [500, 1000, 2000, 4000]
     cross = [3.0 + 2.0 / np.log(d) for d in dims]

@@ -88,8 +88,21 @@ def fit_crossing(deltas, successes, trials):
     c, log_s = fit.x
     h = 1e-3 * max(1.0, abs(c))
     second = (nll([c + h, log_s]) - 2 * nll([c, log_s]) + nll([c - h, log_s])) / h**2
-    se = 1 / math.sqrt(second) if second > 0 else float("nan")
-    return float(c), float(se)
+    gaps = np.diff(np.sort(deltas))
+    if second > 0 and math.isfinite(second) and np.exp(log_s) > 0.25 * gaps.min():
+        return float(c), float(1 / math.sqrt(second))
+    # the fitted logistic width is below a quarter of the grid spacing (all-or-nothing data, or one
+    # intermediate rate between 0 and 1): the likelihood's curvature then measures the width
+    # collapse, not the position, and the crossing is only known to lie between the last delta
+    # with rate < 1/2 and the next one with rate > 1/2; reported as their midpoint with the
+    # standard deviation of a uniform law on that gap
+    order = np.argsort(deltas)
+    rate = (k / n)[order]
+    below = np.flatnonzero(rate < 0.5)
+    above = np.flatnonzero(rate > 0.5)
+    lo = deltas[order][below.max()] if below.size else deltas.min()
+    hi = deltas[order][above[above > (below.max() if below.size else -1)].min()] if above.size else deltas.max()
+    return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
 
 
 def extrapolate(dims, crossings, errors):
