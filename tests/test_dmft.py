@@ -72,7 +72,7 @@ def test_divergence_is_reported_with_its_step():
     (dict(delta=0.0), ThresholdsError, "delta must be > 0"),
     (dict(eta=-1.0), ThresholdsError, "eta must be > 0"),
     (dict(response="magic"), ThresholdsError, "unknown response method"),
-    (dict(link="sign"), UnsupportedError, "easy direction"),
+    (dict(link="sign", response="pathwise"), UnsupportedError, "easy direction"),
     (dict(activation="relu", response="pathwise"), NotDifferentiableError, "second derivative"),
     (dict(response="linear"), UnsupportedError, "affine activation"),
 ])

@@ -293,3 +293,33 @@ def _generative_high_order(link: Link, max_order: int, level: int, epsrel: float
         if any(_nonzero(res.Q[a, a], res.Q_err[a, a], FLOOR_FLOAT) for a in range(len(funcs))):
             return order
     return None
+
+
+@dataclass
+class LatentSplit:
+    """Orthonormal bases (rows, in the coordinates of g) of the easy and hard subspaces."""
+
+    easy: np.ndarray  # (r_E, k)
+    hard: np.ndarray  # (r_H, k)
+
+    @property
+    def k(self) -> int:
+        return self.easy.shape[1] if self.easy.size else self.hard.shape[1]
+
+
+def latent_split(link: str | Link) -> LatentSplit:
+    """Easy / hard split of the latent space of ``link`` (THEORY section 1), from the
+    generative-exponent test of ``delta_alg`` up to order 2; cached on disk by expression."""
+    from . import cache as _cache
+    if isinstance(link, str):
+        link = get_link(link)
+    key = {"expr": str(link.expr), "latent": [str(v) for v in link.latent], "noise": str(link.noise)}
+    hit = _cache.load("latent_split", key)
+    if hit is not None:
+        return hit
+    res = delta_alg(link, dps=15, max_order=2)
+    k = link.k
+    split = LatentSplit(np.array(res.easy_basis, dtype=float).reshape(-1, k),
+                        np.array(res.hard_basis, dtype=float).reshape(-1, k))
+    _cache.store("latent_split", key, split)
+    return split

@@ -2,9 +2,9 @@
 
 Setup: f(x) = a sigma(theta^T x + b), square loss, theta^0 ~ N(0, rho0^2/d I),
 GD theta^{t+1} = theta^t + eta (1/n) sum_i psi_i x_i - eta lambda_wd theta^t with
-psi = (y - f) a sigma'(u + b) (mean-field step, m = 1), n = delta d, run in
-the null case (targets with no easy direction: the trajectory stays
-orthogonal to Theta_*, so u is independent of g given y).
+psi = (y - f) a sigma'(u + b) (mean-field step, m = 1), n = delta d.  Null case first
+(targets with no easy direction: the trajectory stays orthogonal to Theta_*, so u is
+independent of g given y); easy directions add a signal coordinate (below).
 
 Sample side (one effective sample, paths p = 1..N with weights omega_p):
     u^t = w^t + (eta/delta) sum_{s<t} chi(t,s) psi^s,   w ~ GP(0, C)
@@ -53,6 +53,21 @@ m x (t m), ``sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0`` (nu in R^m) and
 ``sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J]``; for m = 1 this is the scalar scheme above.
 Reported norms are means over neurons, (1/m) sum_j ||theta_j||^2 and (1/m) sum_j <theta_j^t, theta_j^0>.
 All a_j = a and b_j = b.
+
+Easy directions (``sources`` only; THEORY sections 1 and 3).  Split x = Theta_* g + x_perp and
+theta_j = Theta_* M_j + theta_perp,j.  The overlaps with the hard directions stay O(d^-1/2)
+during the first phase (E[g_H | y, g_E] = 0, so they get no O(1) drift) and are 0 at d = inf;
+the overlaps M (r_E x m, in the easy basis of ``thresholds.alg.latent_split``) start at 0 and obey
+    M(t+1) = (1 - eta lambda) M(t) + eta E[g_E psi^t^T],
+an exact projection of the GD step in which (1/n) sum_i g_i psi_i^t -> E[g_E psi^t^T] by the law
+of large numbers over the effective samples (each sample's own contribution to M is O(1/n), so
+there is no Onsager term); the sample side gains the signal term,
+    u^t = g_E^T M(t) + w^t + (memory),   w ~ GP(0, C_perp),
+with everything else (C_perp, the sources, the responses) as in the null case, since x_perp is
+independent of (g, y).  Norms are ||theta_j||^2 = C_perp,jj + |M_j|^2; the population risk is an
+average over the replica's (g, y) paths with fresh draws of the orthogonal part.  Checked
+against GD restricted to the complement of the hard subspace (tests/test_easy.py,
+validation/reports/easy).
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
@@ -156,6 +171,11 @@ class DMFTResult:
     snapshots: dict = field(default_factory=dict)  # step -> [u per replica] at the checkpoints(steps)
     seconds: float = 0.0
     notes: list = field(default_factory=list)
+    signal: np.ndarray = None           # (T+1, r_E, m): overlaps M(t) of theta_j with the easy directions
+    signal_err: np.ndarray = None
+    easy_overlap: np.ndarray = None     # (1/m) sum_j |M_j(t)|^2
+    easy_overlap_err: np.ndarray = None
+    easy_basis: list = None              # rows: easy directions in the latent coordinates (None: null case)
 
     def to_json(self, every: int = 1) -> dict:
         steps = []
@@ -165,7 +185,12 @@ class DMFTResult:
                           "overlap_init_err": float(self.overlap_init_err[i]),
                           "train_loss": float(self.train_loss[i]), "train_loss_err": float(self.train_loss_err[i]),
                           "test_loss": float(self.test_loss[i]), "test_loss_err": float(self.test_loss_err[i])})
-        return {"setup": asdict(self.setup), "seconds": self.seconds, "notes": self.notes, "steps": steps}
+            if self.easy_basis:
+                steps[-1].update(signal=self.signal[i].tolist(), signal_err=self.signal_err[i].tolist(),
+                                 easy_overlap=float(self.easy_overlap[i]),
+                                 easy_overlap_err=float(self.easy_overlap_err[i]))
+        return {"setup": asdict(self.setup), "seconds": self.seconds, "notes": self.notes,
+                "easy_basis": self.easy_basis, "steps": steps}
 
 
 def checkpoints(steps: int) -> list[int]:
@@ -177,7 +202,7 @@ def checkpoints(steps: int) -> list[int]:
 # --- targets ----------------------------------------------------------------
 
 def _draw_targets(link: Link, n: int, g_nodes: int, rng):
-    """y, g (first latent) and weights omega for n paths; g by Gauss-Hermite nodes
+    """y, g (n x k, all latent coordinates) and weights omega for n paths; g by Gauss-Hermite nodes
     (probabilists', nodes of weight < 1e-12 dropped) when g_nodes > 0 and the link is
     single-index, each node carrying n/g_nodes paths of the Gaussian process."""
     f = link.numpy()
@@ -198,7 +223,7 @@ def _draw_targets(link: Link, n: int, g_nodes: int, rng):
     if link.noise is not None:
         args.append(rng.standard_normal(n))
     y = f(*args)
-    return y, g[:, 0], omega
+    return y, g, omega
 
 
 def _y_moments(link: Link):
@@ -269,6 +294,25 @@ def _test_loss_m(sig, a, b, Q, Ey, Ey2, nodes=40):
     return 0.5 * (Ey2 - 2 * Ey * Ef + Ef2)
 
 
+TEST_DRAWS = 4  # fresh Gaussian draws per path for the population risk with easy directions
+
+
+def _test_loss_signal(sig, a, b, signal, y, omega, Cperp, Ey2, rng):
+    """Population risk E[(y - f(signal + w))^2]/2 with easy directions: (g, y) from the replica's
+    own paths (``signal`` = g_E Msig, n x m) and w ~ N(0, C_perp(t,t)) drawn fresh
+    (``TEST_DRAWS`` per path), independent of everything else, as E[y^2]/2 - E[y f] + E[f^2]/2
+    with the exact E[y^2] (a control variate, as in the simulator); unbiased, its Monte Carlo
+    error is part of the spread across replicas."""
+    m = signal.shape[1]
+    vals, vecs = np.linalg.eigh(np.atleast_2d(Cperp))
+    root = vecs * np.sqrt(np.maximum(vals, 0.0))
+    total = 0.0
+    for _ in range(TEST_DRAWS):
+        f = a * sig(signal + rng.standard_normal(signal.shape) @ root.T + b).sum(axis=1) / m
+        total += float(omega @ (0.5 * f * f - y * f))
+    return 0.5 * Ey2 + total / TEST_DRAWS
+
+
 # --- one replica ----------------------------------------------------------------
 
 def _weight_side(t, R, A, B, eta, lam):
@@ -314,9 +358,11 @@ def _cholesky_row(t, L, c_row):
     L[t, t] = math.sqrt(rest) if rest > 1e-13 * max(c_row[t], 1e-300) else 0.0
 
 
-def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None):
+def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None, split=None):
+    """One replica: (A, B, C, Cpsi, R, train, law, omega, snapshots, Msig, test); the last two are
+    None without easy directions (Msig: signal overlaps; test: the population risk per step)."""
     if setup.response == "sources":
-        return _run_sources(setup, act, link, n, rng, progress)
+        return _run_sources(setup, act, link, n, rng, progress, split, Ey2)
     T = setup.steps
     A = np.zeros(T + 1)
     C = np.zeros((T + 1, T + 1))
@@ -328,8 +374,8 @@ def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey,
         affine = _affine_coefficients(act)
         if affine is None:
             raise UnsupportedError("the 'linear' response backend needs an affine activation")
-        return _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2)
-    return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress)
+        return _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2) + (None, None)
+    return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress) + (None, None)
 
 
 def _check_finite(t, q, u, eta):
@@ -351,13 +397,23 @@ def _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progres
         progress(t)
 
 
-def _run_sources(setup, act, link, n, rng, progress):
+def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     """The ``sources`` method of the module docstring, for m >= 1 neurons: sources and
-    whitened psi columns are indexed by (step, neuron) pairs J = s m + k."""
+    whitened psi columns are indexed by (step, neuron) pairs J = s m + k.  With easy
+    directions (``split.easy`` non-empty) the signal overlaps Msig(t) (r_E x m) enter the
+    sample side and follow their own recursion (module docstring, "Easy directions")."""
     T, eta, delta, lam, rho0, M = (setup.steps, setup.eta, setup.delta, setup.weight_decay, setup.rho0,
                                    setup.m)
     kernel = make_psi_kernel_m(act)
-    y, g, omega = _draw_targets(link, n, setup.g_nodes, rng)
+    y, g_all, omega = _draw_targets(link, n, setup.g_nodes, rng)
+    g = g_all @ split.hard[0] if split.hard.shape[0] else g_all[:, 0]  # the law's g: the hard coordinate
+    rE = split.easy.shape[0]
+    gE = g_all @ split.easy.T                      # (n, r_E) easy coordinates
+    Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the easy directions
+    test = np.zeros(T + 1) if rE else None
+    if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator)
+        test_rng = np.random.default_rng(rng.integers(2**63))
+        sig = act.numpy(0)
     nu = rng.standard_normal((n, M))
     eps = rng.standard_normal((T * M, n)).T  # column J = s m + k: causal in the horizon
     A = np.zeros((T + 1, M, M))
@@ -380,9 +436,13 @@ def _run_sources(setup, act, link, n, rng, progress):
         C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
         w = rho0 * nu @ A[t].T + (eps[:, :P] @ Bt_t.T) / sq
         u = w + (Psit[:, :P] @ Bt_t.T) / delta
-        _check_finite(t, np.trace(C[t, t]) / M, u, eta)
+        if rE:
+            u += gE @ Msig[t]
+        _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
         kernel(u, y, setup.a, setup.b, psi, loss)
         train[t] = float(omega @ loss)
+        if rE:
+            test[t] = _test_loss_signal(sig, setup.a, setup.b, gE @ Msig[t], y, omega, C[t, t], Ey2, test_rng)
         if progress is not None:
             progress(t)
         if t in snaps:
@@ -412,15 +472,18 @@ def _run_sources(setup, act, link, n, rng, progress):
         A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
         Bt[t + 1, :, :P] = (1 - eta * lam) * Bt_t + eta * RB + eta * rows[:, :P]
         Bt[t + 1, :, P : P + M] = eta * rows[:, P:]
+        Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
         if setup.sphere:
-            sq_norm = rho0**2 * np.sum(A[t + 1] ** 2, axis=1) + np.sum(Bt[t + 1, :, : P + M] ** 2, axis=1) / delta
+            sq_norm = (rho0**2 * np.sum(A[t + 1] ** 2, axis=1) + np.sum(Bt[t + 1, :, : P + M] ** 2, axis=1) / delta
+                       + np.sum(Msig[t + 1] ** 2, axis=0))
             scale = rho0 / np.sqrt(sq_norm)
             A[t + 1] *= scale[:, None]
             Bt[t + 1] *= scale[:, None]
+            Msig[t + 1] *= scale[None, :]
     if M == 1:
         A, C, Cpsi, u, w = A[:, 0, 0], C[:, :, 0, 0], Cpsi[:, :, 0, 0], u[:, 0], w[:, 0]
         snaps = {s: v[:, 0] for s, v in snaps.items()}
-    return A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps
+    return A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -432,6 +495,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
     kernel = make_psi_kernel(act, True)
     s0 = compiled_activation(act, True)[0]
     y, g, omega = _draw_targets(link, n, setup.g_nodes, rng)
+    g = g[:, 0]
     xi = rng.standard_normal((T + 1, n)).T
     L = np.zeros((T + 1, T + 1))
     Psi = np.zeros((n, T + 1))
@@ -537,7 +601,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         return result
     act = get_activation(setup.activation)
     link = get_link(setup.link)
-    _check_null_link(link)
+    split = _link_split(link, setup)
     Ey, Ey2 = _y_moments(link)
     start = time.time()
     replicas = 1 if setup.response == "linear" else setup.replicas
@@ -546,7 +610,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     total = replicas * (setup.steps + 1)
     for r in range(replicas):
         cb = (lambda t, r=r: progress(r * (setup.steps + 1) + t + 1, total)) if progress else None
-        outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb))
+        outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb, split))
     fns = compiled_activation(act, False)
     train = np.array([o[5] for o in outs])
     if setup.m == 1:
@@ -561,32 +625,48 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         test = np.array([[_test_loss_m(sig, setup.a, setup.b, o[2][t, t], Ey, Ey2) for t in range(setup.steps + 1)]
                          for o in outs])
 
+    rE = split.easy.shape[0]
+    signal = np.array([o[9] for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
+    easy = np.sum(signal**2, axis=2).mean(axis=2)  # (1/m) sum_j |M_j|^2 per replica and step
+    if rE:  # ||theta_j||^2 = C_perp + |M_j|^2; population risk from the replica's own paths
+        norm2 = norm2 + easy
+        test = np.array([o[10] for o in outs])
+
     def mean_se(arr):
         m = arr.mean(axis=0)
         se = arr.std(axis=0, ddof=1) / math.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(m)
         return m, se
 
-    A, B, C, Cpsi, R, _, law, weights, _ = outs[0]
+    A, B, C, Cpsi, R, _, law, weights, *_ = outs[0]
     chi = B / setup.eta if B is not None else None
-    (n2, n2e), (o2, o2e), (tr, tre), (te, tee) = map(mean_se, (norm2, ov, train, test))
+    (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(
+        mean_se, (norm2, ov, train, test, signal, easy))
     notes = [f"response: {RESPONSES[setup.response]}",
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
-             if replicas > 1 else "closed form: no Monte Carlo error",
-             "test loss: population risk with w ~ N(0, " + ("||theta||^2" if setup.m == 1 else "C(t,t)")
-             + ") independent of y (null case); "
-             f"E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}"]
+             if replicas > 1 else "closed form: no Monte Carlo error"]
+    if rE:
+        notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
+                  "C is the covariance of the parts orthogonal to the latent subspace, "
+                  "||theta||^2 = C(t,t) + |M(t)|^2",
+                  f"test loss: population risk over the replica's (g, y) paths with {TEST_DRAWS} fresh "
+                  "draws of the orthogonal part per path"]
+    else:
+        notes.append("test loss: population risk with w ~ N(0, " + ("||theta||^2" if setup.m == 1 else "C(t,t)")
+                     + f") independent of y (null case); E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}")
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
                       C, R, Cpsi, chi, *law, final_weights=weights,
                       replica_laws=[(o[6][0], o[6][1], o[6][2], o[7]) for o in outs],
                       snapshots={t: [o[8][t] for o in outs] for t in (outs[0][8] if outs[0][8] else {})},
-                      seconds=time.time() - start, notes=notes)
+                      seconds=time.time() - start, notes=notes, signal=sg, signal_err=sge,
+                      easy_overlap=eo, easy_overlap_err=eoe, easy_basis=split.easy.tolist() or None)
 
 
-def _check_null_link(link: Link):
-    """The m = 1 DMFT here covers targets without easy directions (null case)."""
-    from .alg import delta_alg
-    res = delta_alg(link, dps=15, max_order=2)
-    if res.easy_dim > 0:
+def _link_split(link: Link, setup: DMFTSetup):
+    """Easy / hard split of the link; easy directions are solved by the ``sources`` back-end."""
+    from .alg import latent_split
+    split = latent_split(link)
+    if split.easy.shape[0] and setup.response != "sources":
         raise UnsupportedError(
-            f"link {link.name!r} has {res.easy_dim} easy direction(s); the DMFT of the first phase "
-            "covers targets whose hard subspace is everything (null case)")
+            f"link {link.name!r} has {split.easy.shape[0]} easy direction(s); the DMFT with easy "
+            "directions is solved by the 'sources' back-end")
+    return split

@@ -5,9 +5,11 @@ GD with the mean-field step theta_j <- theta_j + eta (1/n) sum_i psi_ij x_i - et
 psi_ij = (y_i - f(x_i)) a_j sigma'(theta_j^T x_i + b_j).  Data x ~ N(0, I_d), the
 latent directions are the first k coordinates, y = h(x_{1..k}, eps), n = delta d.
 
-``complement=True`` trains in the orthogonal complement of the latent
-subspace (the covariates seen by Theta are independent of y): this isolates
-the first phase, as in the DMFT of the null case.
+``complement=True`` trains in the orthogonal complement of the hard
+subspace (THEORY section 1; for a target without easy directions, the whole
+latent subspace, so the covariates seen by Theta are independent of y): this
+isolates the first phase, as in the DMFT.  The easy directions stay free and
+their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
 
 The per-step kernel is one fused pass over the rows of X (numba, parallel
 over row blocks): u_i = x_i^T Theta, psi_i, and the gradient accumulation
@@ -23,6 +25,7 @@ from dataclasses import dataclass, field
 import numba
 import numpy as np
 
+from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.dmft import _y_moments
 from thresholds.kernels import compiled_activation
@@ -59,6 +62,8 @@ class GDResult:
     seconds: float
     theta: np.ndarray = field(repr=False, default=None)
     data: tuple = field(repr=False, default=None)
+    hard_overlap: np.ndarray = None   # (1/m) ||P_H Theta||_F^2 per step
+    signal: np.ndarray = None         # (T+1, r_E, m): overlaps with the easy directions
 
 
 def make_step_kernel(s0, s1):
@@ -207,8 +212,10 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     # complement: Theta keeps zero latent coordinates, so u = X Theta only sees the
     # covariates orthogonal to the latent subspace, which are independent of y
     Theta = (rng.standard_normal((d, m)) * setup.rho0 / math.sqrt(d)).astype(dtype)
+    split = latent_split(link)
+    easy, hard = split.easy.astype(dtype), split.hard.astype(dtype)
     if setup.complement:
-        Theta[:k] = 0.0
+        Theta[:k] = easy.T @ (easy @ Theta[:k])  # keep the easy components only
     Theta0 = Theta.copy()
     a = np.full(m, setup.a, dtype=dtype)
     b = np.full(m, setup.b, dtype=dtype)
@@ -218,7 +225,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     Ey2 = _y_moments(link)[1]
     nblocks = max(1, numba.get_num_threads())
     T = setup.steps
-    norm2, ov0, train, test, lat = (np.zeros(T + 1) for _ in range(5))
+    norm2, ov0, train, test, lat, hard_ov = (np.zeros(T + 1) for _ in range(6))
+    signal = np.zeros((T + 1, easy.shape[0], m))
     snap_steps, snaps = set(snapshots), {}
     start = time.time()
     for t in range(T + 1):
@@ -226,6 +234,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
         norm2[t] = float(np.vdot(Theta, Theta)) / m
         ov0[t] = float(np.vdot(Theta, Theta0)) / m
         lat[t] = float(np.vdot(Theta[:k], Theta[:k])) / m
+        signal[t] = easy @ Theta[:k]
+        hard_ov[t] = float(np.sum((hard @ Theta[:k]) ** 2)) / m
         train[t] = loss
         # population risk on the fresh test set, mean((y - f)^2)/2 = mean(y^2)/2 - mean(y f) + mean(f^2)/2,
         # with mean(y^2) replaced by the exact E[y^2]: a control variate (unbiased; it removes the
@@ -242,10 +252,11 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
             break
         Theta += setup.eta * grad - setup.eta * setup.weight_decay * Theta
         if setup.complement:
-            Theta[:k] = 0.0
+            Theta[:k] = easy.T @ (easy @ Theta[:k])
         if setup.sphere:
             Theta *= (setup.rho0 / np.sqrt(np.sum(Theta * Theta, axis=0))).astype(dtype)
-    out = GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y))
+    out = GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y), hard_overlap=hard_ov,
+                   signal=signal)
     out.snapshots = snaps
     return out
 
