@@ -6,7 +6,8 @@ Hessian H = Hess R (m = 1) is the spiked matrix (1/n) sum_i G_i x_i x_i^T with
 
     G = a^2 sigma'(u + b)^2 - (y - a sigma(u + b)) a sigma''(u + b)   (= -psi'(u, y)),
 
-and M = g^2 for the hard direction (single index).  Its bulk and its
+and M = g_H^2 for the hard direction (g_H the hard coordinate; easy directions enter through
+the law of u, THEORY section 1).  Its bulk and its
 outliers along theta_* come from the spectral engine (thresholds.outlier).
 
 Treatment of an unbounded G: the law used is the empirical law of the DMFT
@@ -201,13 +202,33 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
 
 
 def _hessian_activation(setup: DMFTSetup):
-    """The activation, once the setup is known to be covered: sigma'' defined, and m = 1 with --sphere."""
+    """The activation, once the setup is known to be covered: sigma'' defined, m = 1 with --sphere,
+    and exactly one hard direction (the outlier equation is solved for r_H = 1; easy directions
+    enter through the law of u)."""
     if setup.m != 1 and setup.sphere:
         raise UnsupportedError("the Hessian of spherical GD covers m = 1 (for m > 1 the Riemannian "
                                "shift differs per neuron)")
+    hard_dimension(setup.link)
     act = get_activation(setup.activation)
     act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
     return act
+
+
+def hard_dimension(link) -> int:
+    """r_H of the link; UnsupportedError unless it is 1 (delta_NN is the threshold of the hard
+    direction: with none there is nothing to find, with r_H > 1 the r_H x r_H outlier
+    determinant of THEORY section 4 is not implemented)."""
+    from .alg import latent_split
+    from .catalog import get_link
+    link = get_link(link) if isinstance(link, str) else link
+    r_h = latent_split(link).hard.shape[0]
+    if r_h == 0:
+        raise UnsupportedError(f"link {link.name!r} has no hard direction (every direction is learned in "
+                               "the first phase): delta_NN is not defined")
+    if r_h > 1:
+        raise UnsupportedError(f"link {link.name!r} has {r_h} hard directions; the outlier equation is "
+                               "implemented for one hard direction")
+    return r_h
 
 
 def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outliers: str = "final") -> dict:
@@ -237,8 +258,8 @@ def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
 
 
 def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None) -> dict:
-    """The same spectra with the law of (u, y, g) taken from finite-d GD restricted to the
-    complement of theta_* (THEORY section 3, the cross-check that needs no long DMFT):
+    """The same spectra with the law of (u, y, g_H) taken from finite-d GD restricted to the
+    complement of the hard direction (THEORY section 3, the cross-check that needs no long DMFT):
     ``setup.replicas`` independent seeds at dimension ``d`` play the part of the replicas,
     each contributing its n = delta d training samples at every checkpoint; the d = inf
     spectral equations of section 4 are then applied to that empirical law."""
@@ -246,10 +267,10 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
 
     from .catalog import get_link
     from .dmft import checkpoints
+    from .alg import latent_split
     act = _hessian_activation(setup)
-    k = get_link(setup.link).k
-    if k != 1:
-        raise UnsupportedError("the finite-d law route covers single-index links")
+    link = get_link(setup.link)
+    hard = latent_split(link).hard[0]  # the latent coordinates are the first k axes of the simulator
     steps = checkpoints(setup.steps)
     laws = {s: [] for s in steps}
     for r in range(setup.replicas):
@@ -265,7 +286,7 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
             raise DivergenceError(f"finite-d GD diverged ({exc}) at delta = {setup.delta:g}, eta = {setup.eta:g}") \
                 from None
         X, y = run.data
-        g = X[:, 0]
+        g = X[:, : link.k] @ hard
         w = np.full(y.size, 1.0 / y.size)
         for s in steps:
             laws[s].append((run.snapshots[s][:, 0] if setup.m == 1 else run.snapshots[s], y, g, w))
