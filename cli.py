@@ -264,7 +264,8 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 
 @main.command("dmft")
 @click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
-@click.option("--link", "-l", required=True, help="Link (no easy direction): name or expression.")
+@click.option("--link", "-l", required=True,
+              help="Link: name or expression (easy directions: their overlaps are printed per step).")
 @click.option("--delta", "-d", required=True, type=float, help="n/d.")
 @click.option("--eta", required=True, type=float, help="Step size (mean-field scaling: eta m grad_theta_j R).")
 @click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Number of GD steps.")
@@ -290,8 +291,8 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
              response, g_nodes, seed, every, no_cache, plot_path, as_json):
-    """DMFT of the first phase of GD (square loss, null case): norms (means over the m neurons)
-    and losses per step."""
+    """DMFT of the first phase of GD (square loss): norms (means over the m neurons), losses and,
+    for targets with easy directions, the overlaps with them, per step."""
     from rich.progress import Progress
 
     from thresholds.dmft import DMFTSetup, solve_dmft
@@ -314,7 +315,8 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
             "||theta||^2": (res.norm2, res.norm2_err, 0),
             "<theta^t, theta^0>": (res.overlap_init, res.overlap_init_err, 0),
             "train loss": (res.train_loss, res.train_loss_err, 1),
-            "test loss": (res.test_loss, res.test_loss_err, 1)},
+            "test loss": (res.test_loss, res.test_loss_err, 1),
+            **({"|M|^2 (easy)": (res.easy_overlap, res.easy_overlap_err, 0)} if res.easy_basis else {})},
             title=f"DMFT {activation} / {link}: delta={delta:g} eta={eta:g} m={width} rho0={rho0:g} a={a_:g} "
                   f"b={b_:g} wd={weight_decay:g}" + (" sphere" if sphere else ""))
     if as_json:
@@ -324,13 +326,17 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
     table = Table(title=escape(f"DMFT: sigma = {activation}, y = {link}, delta = {delta:g}, eta = {eta:g}, "
                                f"rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, weight decay = {weight_decay:g}, "
                                f"square loss, m = {width}" + (", spherical GD" if sphere else "")))
-    for col in ("t", "||theta||^2", "<theta^t,theta^0>", "train loss", "test loss"):
+    easy = bool(res.easy_basis)
+    for col in ("t", "||theta||^2", "<theta^t,theta^0>", "train loss", "test loss") + (
+            ("|M|^2 (easy overlap)",) if easy else ()):
         table.add_column(col)
     for i in list(range(0, steps + 1, step)) + ([steps] if steps % step else []):
         table.add_row(str(i), format_with_error(res.norm2[i], res.norm2_err[i], max_digits=6),
                       format_with_error(res.overlap_init[i], res.overlap_init_err[i], max_digits=6),
                       format_with_error(res.train_loss[i], res.train_loss_err[i], max_digits=6),
-                      format_with_error(res.test_loss[i], res.test_loss_err[i], max_digits=6))
+                      format_with_error(res.test_loss[i], res.test_loss_err[i], max_digits=6),
+                      *([format_with_error(res.easy_overlap[i], res.easy_overlap_err[i], max_digits=6)]
+                        if easy else []))
     console.print(table)
     for note in res.notes:
         console.print(f"[dim]{escape(note)}[/]")
@@ -339,7 +345,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
 
 @main.command("hessian")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
-@click.option("--link", "-l", required=True, help="Link (no easy direction): name or expression.")
+@click.option("--link", "-l", required=True, help="Link: name or expression (easy directions are learned in the first phase; one hard direction).")
 @click.option("--delta", "-d", "delta_text", required=True,
               help="n/d: one value, a list '4,6,8' or a range 'start:stop:step' (one row per delta).")
 @click.option("--eta", required=True, type=float, help="Step size.")
@@ -507,7 +513,7 @@ def _run_nn(setup, no_cache, quiet=False):
 @main.command("nn")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
 @click.option("--link", "-l", default="phase_retrieval", show_default=True,
-              help="Link (no easy direction): name or expression.")
+              help="Link: name or expression (easy directions are learned in the first phase; one hard direction).")
 @_nn_setup_options
 @click.option("--scan", "scan_text", help="Sensitivity: delta_NN for each value of one parameter, "
               "e.g. rho0=0.1:2:10 (name=start:stop:count; rho0, a, b, eta, weight_decay, steps).")
@@ -698,7 +704,7 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
 @click.option("--b", "b_", default=0.0, show_default=True, type=float)
 @click.option("--weight-decay", default=0.0, show_default=True, type=float)
 @click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
-              help="Width (success: the squared norm of Theta in the latent subspace exceeds half of ||Theta||^2).")
+              help="Width (success: the squared norm of Theta in the hard subspace exceeds half of ||Theta||^2).")
 @click.option("--t0", default=50.0, show_default=True, type=float, help="Horizon: (t0 + c log d)/eta steps.")
 @click.option("--c", "c_", default=10.0, show_default=True, type=float, help="Horizon slope in log d.")
 @click.option("--jobs", default="auto", show_default=True,

@@ -261,9 +261,10 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     return out
 
 
-def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600):
+def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600, axes=None):
     """Extreme eigenvalues of the scaled Hessian H = m Hess R at Theta (d x m; a vector for m = 1)
-    and the squared overlaps of their eigenvectors with the latent subspace (first k axes).
+    and the squared overlaps of their eigenvectors with the latent subspace (first k axes), or with
+    the subspace spanned by the rows of ``axes`` (r x k, in the latent coordinates) when given.
 
     THEORY section 2: H = (1/n) sum_i W_i (x) x_i x_i^T with
     W_jk = (a_j a_k / m) sigma'_j sigma'_k - 1[j=k] (y - f) a_j sigma''_j, f = (1/m) sum_j a_j sigma_j;
@@ -305,7 +306,8 @@ def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, d
         lo, hi = (lo[0][order_lo], lo[1][:, order_lo]), (hi[0][order_hi], hi[1][:, order_hi])
     out = {}
     for name, (vals, vecs) in (("lowest", lo), ("highest", hi)):
-        out[name] = [(float(v), float(np.sum(vecs[:, j].reshape(d, m)[:k] ** 2))) for j, v in enumerate(vals)]
+        P = np.eye(k) if axes is None else np.asarray(axes, dtype=float)
+        out[name] = [(float(v), float(np.sum((P @ vecs[:, j].reshape(d, m)[:k]) ** 2))) for j, v in enumerate(vals)]
     return out
 
 

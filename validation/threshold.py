@@ -3,7 +3,9 @@
 * A trial is one unrestricted GD run (fresh data and initialisation) for a
   horizon that grows like log d: ``T(d) = ceil((t0 + c log d) / eta)`` steps
   (defaults t0 = 50, c = 10, in units of eta * steps).  It succeeds when the
-  squared cosine between theta and the latent subspace exceeds 1/2 at the end.
+  fraction of ||Theta||_F^2 in the hard subspace exceeds 1/2 at the end (the squared
+  cosine with the latent subspace for one neuron and a target without easy directions;
+  easy directions are learned in the first phase whatever delta is, so they do not count).
 * Success rates carry Wilson score intervals.
 * For each d the crossing point (success probability 1/2) is fitted by a
   binomial-likelihood logistic curve in delta; its standard error comes from
@@ -43,28 +45,29 @@ def wilson(k: int, n: int, z: float = 1.96):
 
 
 def trial(activation, link, delta, d, eta, steps, seed, **setup):
-    """One unrestricted GD run: (final squared cosine with the latent subspace, the run)."""
+    """One unrestricted GD run: (final fraction of ||Theta||_F^2 in the hard subspace, the run)."""
     res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=False, seed=seed, n_test=1000,
                          **setup))
-    cos2 = res.latent_overlap / np.maximum(res.norm2, 1e-300)
+    cos2 = res.hard_overlap / np.maximum(res.norm2, 1e-300)
     res.cos2 = cos2
     return float(cos2[-1]), res
 
 
 def escape_time(cos2, level=0.5):
-    """First step at which the squared cosine with the latent subspace exceeds ``level`` (None if never)."""
+    """First step at which the fraction in the hard subspace exceeds ``level`` (None if never)."""
     idx = np.nonzero(np.asarray(cos2) > level)[0]
     return int(idx[0]) if idx.size else None
 
 
 def hessian_at_first_phase(activation, link, delta, d, eta, steps, seed, **setup):
-    """GD restricted to the complement for ``steps`` (the first phase), then the lowest
-    Hessian eigenvalues and their squared overlaps with the latent subspace."""
+    """GD restricted to the complement of the hard subspace for ``steps`` (the first phase), then the
+    lowest Hessian eigenvalues and their squared overlaps with the hard subspace."""
+    from thresholds.alg import latent_split
     from validation.simulate import hessian_probe
     res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=True, seed=seed, n_test=1000, **setup))
     X, y = res.data
-    k = get_link(link).k
-    return hessian_probe(X, y, res.theta, activation, a=setup.get("a", 1.0), b=setup.get("b", 0.0), k=k, count=2)
+    return hessian_probe(X, y, res.theta, activation, a=setup.get("a", 1.0), b=setup.get("b", 0.0),
+                         k=get_link(link).k, count=2, axes=latent_split(link).hard)
 
 
 def fit_crossing(deltas, successes, trials):
@@ -213,9 +216,9 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
              f"Setup: {', '.join(f'{k} = {v}' for k, v in st.items() if k != 'horizon')}.",
              "Horizon T(d) = ceil((t0 + c log d)/eta) steps: "
              + ", ".join(f"d = {d}: {t}" for d, t in st["horizon"].items()) + ".",
-             "Success: squared cosine between theta and the latent subspace > 1/2 at the horizon "
-             "(for m > 1 neurons: the fraction of ||Theta||_F^2 in the latent subspace) "
-             "(unrestricted GD, fresh data and initialisation per trial).",
+             "Success: fraction of ||Theta||_F^2 in the hard subspace > 1/2 at the horizon (one neuron, "
+             "no easy direction: the squared cosine between theta and the latent subspace; easy "
+             "directions do not count) (unrestricted GD, fresh data and initialisation per trial).",
              "" if not result.interrupted else "**Interrupted: partial results.**", "",
              "| d | delta | successes / trials | rate | Wilson 95% |", "|---|---|---|---|---|"]
     for (d, delta), k in sorted(result.successes.items()):
@@ -230,7 +233,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
               "", f"Predicted delta_alg: {delta_alg if delta_alg is not None else 'n/a'}.", "",
               _nn_lines(delta_nn, result.dims), ""]
     if result.escapes:
-        lines += ["Escape time (first step with squared cosine > 1/2) of the successful trials; THEORY",
+        lines += ["Escape time (first step with hard fraction > 1/2) of the successful trials; THEORY",
                   "section 5 predicts t_1 + log(c sqrt d)/(eta |z*|), i.e. growth like log d at fixed delta:", "",
                   "| d | delta | successful trials | median escape step | log d |", "|---|---|---|---|---|"]
         for (d, delta), esc in sorted(result.escapes.items()):
@@ -238,7 +241,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
         lines.append("")
     if result.hessian:
         lines += ["Hessian after the first phase (GD restricted to the complement for the same horizon):",
-                  "lowest eigenvalues and the squared overlaps of their eigenvectors with the latent subspace.", "",
+                  "lowest eigenvalues and the squared overlaps of their eigenvectors with the hard subspace.", "",
                   "| d | delta | lowest (overlap2) | second (overlap2) |", "|---|---|---|---|"]
         for (d, delta), h in sorted(result.hessian.items()):
             (v1, o1), (v2, o2) = h["lowest"][:2]
@@ -254,7 +257,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
         axes[0].set_xlabel("step")
         axes[0].set_title(f"losses at delta = {max(result.deltas):g}")
         axes[1].set_xlabel("step")
-        axes[1].set_title("squared cosine with the latent subspace")
+        axes[1].set_title("fraction of ||Theta||^2 in the hard subspace")
         for ax in axes:
             ax.legend(fontsize=7)
         fig.tight_layout()
