@@ -54,3 +54,22 @@ def test_dmft_signal_rejects_pathwise():
     with pytest.raises(UnsupportedError, match="sources"):
         solve_dmft(DMFTSetup("gelu", "mixed", delta=4.0, eta=0.2, steps=2, paths=100, replicas=2,
                              response="pathwise"))
+
+
+def test_validation_success_counts_the_hard_subspace_only():
+    from validation.threshold import trial
+    frac, run = trial("gelu", "mixed", 2.0, 200, 0.2, 60, seed=3)
+    easy = np.sum(run.signal[-1] ** 2) / run.norm2[-1]
+    latent = run.latent_overlap[-1] / run.norm2[-1]
+    assert easy > 0.15                 # the easy direction is learned ...
+    assert frac < 0.1                  # ... and does not count (the hard part stays near its O(1/sqrt(n)) noise)
+    assert latent == pytest.approx(easy + frac, rel=1e-9)
+    assert frac == pytest.approx(run.hard_overlap[-1] / run.norm2[-1])
+
+
+@pytest.mark.parametrize("link, fragment", [("staircase", "no hard direction"), ("product", "2 hard directions")])
+def test_delta_nn_needs_exactly_one_hard_direction(link, fragment):
+    from thresholds.errors import UnsupportedError
+    from thresholds.hessian import hard_dimension
+    with pytest.raises(UnsupportedError, match=fragment):
+        hard_dimension(link)
