@@ -602,6 +602,7 @@ def table_cmd(links, activations, widths, as_json, **kw):
 
     from rich.markup import escape
 
+    from thresholds.errors import UnsupportedError
     from thresholds.nn import cached_validation
 
     try:
@@ -616,17 +617,31 @@ def table_cmd(links, activations, widths, as_json, **kw):
             for m in width_list:
                 setup = replace(_nn_setup(act, link, kw), m=m)
                 setup.validate()
-                res = _run_nn(setup, kw["no_cache"], quiet=True)
+                try:
+                    res = _run_nn(setup, kw["no_cache"], quiet=True)
+                except UnsupportedError as exc:  # e.g. a link with no (or several) hard directions
+                    rows.append((setup, None, str(exc)))
+                    continue
                 rows.append((setup, res, cached_validation(setup)))
     if as_json:
-        emit_json({"rows": [dict(r.to_json(), simulated=v) for _, r, v in rows]})
+        emit_json({"rows": [dict(r.to_json(), simulated=v) if r is not None else
+                            {"link": st.link, "activation": st.activation, "m": st.m, "unsupported": v}
+                            for st, r, v in rows]})
         return
     table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(rows[0][0]).split(", ", 2)[2]
                                if rows else "delta_NN"))
+    table.caption = "links with easy directions: delta_alg and delta_NN of the hard direction"
     for col in ("link", "activation", "m", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
                 "converged", "simulated"):
         table.add_column(col)
+    unsupported = []
     for setup, r, v in rows:
+        if r is None:
+            from thresholds.alg import latent_split
+            table.add_row(setup.link, setup.activation, str(setup.m), "-",
+                          f"n/a (r_H = {latent_split(setup.link).hard.shape[0]})", "-", "-", "-", "-")
+            unsupported.append(v)
+            continue
         tr = r.transient
         table.add_row(setup.link, setup.activation, str(setup.m), f"{r.delta_alg:.4g}",
                       _interval(r.delta_nn, r.low, r.high, r.found, setup.search_max),
@@ -637,6 +652,8 @@ def table_cmd(links, activations, widths, as_json, **kw):
     console.print(table)
     console.print("[dim]simulated: extrapolated GD crossing from a cached `thresholds validate` run of the same "
                   "setup ('-' when none)[/]")
+    for note in dict.fromkeys(unsupported):
+        console.print(f"[dim]n/a: {escape(note)}[/]")
 
 
 @main.command("grok")

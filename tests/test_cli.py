@@ -176,3 +176,18 @@ def test_validate_sigterm_writes_partial_report(tmp_path):
             proc.kill()
     assert proc.returncode == 130, (out, err)
     assert (report / "report.md").exists(), out
+
+
+def test_table_marks_links_without_one_hard_direction(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("table", "--links", "staircase", "--activations", "gelu", "--json")
+    assert res.exit_code == 0, res.output
+    row = json.loads(res.output)["rows"][0]
+    assert row["link"] == "staircase" and "no hard direction" in row["unsupported"]
+
+
+def test_nn_on_link_with_two_hard_directions_is_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("nn", "-a", "gelu", "-l", "product")
+    assert res.exit_code != 0
+    assert "2 hard directions" in res.output and "Traceback" not in res.output
