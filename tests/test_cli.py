@@ -186,8 +186,8 @@ def test_table_marks_links_without_one_hard_direction(tmp_path, monkeypatch):
     assert row["link"] == "staircase" and "no hard direction" in row["unsupported"]
 
 
-def test_nn_on_link_with_two_hard_directions_is_one_line_error(tmp_path, monkeypatch):
+def test_nn_with_two_hard_directions_and_two_neurons_is_one_line_error(tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    res = run("nn", "-a", "gelu", "-l", "product")
+    res = run("nn", "-a", "gelu", "-l", "product", "--m", "2")
     assert res.exit_code != 0
     assert "2 hard directions" in res.output and "Traceback" not in res.output

@@ -67,9 +67,32 @@ def test_validation_success_counts_the_hard_subspace_only():
     assert frac == pytest.approx(run.hard_overlap[-1] / run.norm2[-1])
 
 
-@pytest.mark.parametrize("link, fragment", [("staircase", "no hard direction"), ("product", "2 hard directions")])
-def test_delta_nn_needs_exactly_one_hard_direction(link, fragment):
+@pytest.mark.parametrize("link, m, fragment", [("staircase", 1, "no hard direction"),
+                                               ("product", 2, "2 hard directions")])
+def test_delta_nn_needs_a_hard_direction_and_m_1_for_several(link, m, fragment):
     from thresholds.errors import UnsupportedError
     from thresholds.hessian import hard_dimension
     with pytest.raises(UnsupportedError, match=fragment):
-        hard_dimension(link)
+        hard_dimension(link, m)
+    assert hard_dimension("product", 1) == 2 and hard_dimension("mixed", 2) == 1
+
+
+def test_two_hard_directions_split_along_the_symmetry_axes():
+    """y = g1 g2: the law is invariant under g1 <-> g2, so in the basis v+- = (e1 +- e2)/sqrt(2) the
+    2 x 2 matrix S(alpha) is diagonal and its eigenvalues are the scalar S of h = (v+-^T g)^2:
+    the r_H = 2 indicator equals the larger of the two scalar indicators (symmetrised samples)."""
+    from thresholds.outlier import _negative_indicator
+    from thresholds.stieltjes import WeightLaw
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((20000, 2))
+    g = np.vstack([g, g[:, ::-1]])
+    y = g[:, 0] * g[:, 1]
+    G = 1.0 - 1.6 * np.tanh(y)            # bounded, negative for large y: a negative outlier exists
+    w = np.full(y.size, 1.0 / y.size)
+    both = _negative_indicator(WeightLaw.from_nodes(G, w, np.einsum("ni,nj->nij", g, g)), 3.0)
+    plus = _negative_indicator(WeightLaw.from_nodes(G, w, (g @ [1, 1]) ** 2 / 2), 3.0)
+    minus = _negative_indicator(WeightLaw.from_nodes(G, w, (g @ [1, -1]) ** 2 / 2), 3.0)
+    assert both == pytest.approx(max(plus, minus), rel=1e-9, abs=1e-12)
+    assert abs(plus - minus) > 0.05       # the two directions differ: g1 alone would be wrong
+    first = _negative_indicator(WeightLaw.from_nodes(G, w, g[:, 0] ** 2), 3.0)
+    assert abs(first - both) > 0.05

@@ -406,7 +406,9 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
                                    setup.m)
     kernel = make_psi_kernel_m(act)
     y, g_all, omega = _draw_targets(link, n, setup.g_nodes, rng)
-    g = g_all @ split.hard[0] if split.hard.shape[0] else g_all[:, 0]  # the law's g: the hard coordinate
+    # the law's g: the hard coordinate(s), (n,) for r_H = 1, (n, r_H) otherwise
+    g = (g_all @ split.hard.T if split.hard.shape[0] else g_all[:, :1])
+    g = g[:, 0] if g.shape[1] == 1 else g
     rE = split.easy.shape[0]
     gE = g_all @ split.easy.T                      # (n, r_E) easy coordinates
     Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the easy directions

@@ -128,7 +128,8 @@ def _one_law(act, setup, delta, u, y, g, w, outliers=True):
     """Edges, negative indicator (plain and tail-clipped) and outliers of one replica's law,
     all for the Riemannian Hessian (shifted by -mu) when GD runs on the sphere."""
     G = hessian_weight(act, setup.a, setup.b, u, y)
-    M = np.asarray(g) ** 2
+    g = np.asarray(g, dtype=float)
+    M = g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)  # r_H x r_H spike weights g_H g_H^T
     mu = sphere_shift(act, setup, u, y, w) if setup.sphere else 0.0
     law = WeightLaw.from_nodes(G, w, M, description="Hessian weight")
     if outliers:
@@ -208,16 +209,16 @@ def _hessian_activation(setup: DMFTSetup):
     if setup.m != 1 and setup.sphere:
         raise UnsupportedError("the Hessian of spherical GD covers m = 1 (for m > 1 the Riemannian "
                                "shift differs per neuron)")
-    hard_dimension(setup.link)
+    hard_dimension(setup.link, setup.m)
     act = get_activation(setup.activation)
     act.derivative(2)  # NotDifferentiableError for relu-like activations, before any computation
     return act
 
 
-def hard_dimension(link) -> int:
-    """r_H of the link; UnsupportedError unless it is 1 (delta_NN is the threshold of the hard
-    direction: with none there is nothing to find, with r_H > 1 the r_H x r_H outlier
-    determinant of THEORY section 4 is not implemented)."""
+def hard_dimension(link, m: int = 1) -> int:
+    """r_H of the link; UnsupportedError when it is 0 (delta_NN is the threshold of the hard
+    subspace: with none there is nothing to find) or when r_H > 1 with m > 1 (the (m r_H) x (m r_H)
+    outlier matrix is implemented for m = 1, where S is r_H x r_H, and for r_H = 1)."""
     from .alg import latent_split
     from .catalog import get_link
     link = get_link(link) if isinstance(link, str) else link
@@ -225,9 +226,9 @@ def hard_dimension(link) -> int:
     if r_h == 0:
         raise UnsupportedError(f"link {link.name!r} has no hard direction (every direction is learned in "
                                "the first phase): delta_NN is not defined")
-    if r_h > 1:
-        raise UnsupportedError(f"link {link.name!r} has {r_h} hard directions; the outlier equation is "
-                               "implemented for one hard direction")
+    if r_h > 1 and m > 1:
+        raise UnsupportedError(f"link {link.name!r} has {r_h} hard directions; with m = {m} neurons the outlier "
+                               "equation is implemented for one hard direction (r_H > 1 needs m = 1)")
     return r_h
 
 
@@ -270,7 +271,7 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
     from .alg import latent_split
     act = _hessian_activation(setup)
     link = get_link(setup.link)
-    hard = latent_split(link).hard[0]  # the latent coordinates are the first k axes of the simulator
+    hard = latent_split(link).hard  # rows; the latent coordinates are the first k axes of the simulator
     steps = checkpoints(setup.steps)
     laws = {s: [] for s in steps}
     for r in range(setup.replicas):
@@ -286,7 +287,8 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
             raise DivergenceError(f"finite-d GD diverged ({exc}) at delta = {setup.delta:g}, eta = {setup.eta:g}") \
                 from None
         X, y = run.data
-        g = X[:, : link.k] @ hard
+        g = X[:, : link.k] @ hard.T
+        g = g[:, 0] if g.shape[1] == 1 else g
         w = np.full(y.size, 1.0 / y.size)
         for s in steps:
             laws[s].append((run.snapshots[s][:, 0] if setup.m == 1 else run.snapshots[s], y, g, w))

@@ -333,7 +333,7 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
             return hit
     start = time.time()
     from .hessian import hard_dimension
-    hard_dimension(setup.link)  # one hard direction, checked before any long computation
+    hard_dimension(setup.link, setup.m)  # checked before any long computation
     alg = _delta_alg(setup.link, dps=15).delta_alg
     lo = max(setup.search_min, alg if math.isfinite(alg) and alg > 0 else 0.0, 0.25)
     T = int(setup.steps)
