@@ -191,3 +191,16 @@ def test_nn_with_two_hard_directions_and_two_neurons_is_one_line_error(tmp_path,
     res = run("nn", "-a", "gelu", "-l", "product", "--m", "2")
     assert res.exit_code != 0
     assert "2 hard directions" in res.output and "Traceback" not in res.output
+
+
+def test_dmft_json_reports_easy_overlaps(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("dmft", "-a", "gelu", "-l", "mixed", "-d", "4", "--eta", "0.2", "-T", "5", "--paths", "2000",
+              "--replicas", "2", "--json")
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["easy_basis"] == [[1.0, 0.0]]
+    last = data["steps"][-1]
+    assert len(last["signal"]) == 1 and last["signal"][0][0] > 0.1  # M(5) ~ 0.35: the easy direction is learned
+    # replica mean of M^2 against the square of the replica mean of M: equal up to the replica spread
+    assert last["easy_overlap"] == pytest.approx(last["signal"][0][0] ** 2, rel=0.02)
