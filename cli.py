@@ -21,6 +21,10 @@ console = Console()
 err_console = Console(stderr=True)
 
 
+LINK_HELP = ("Link: name or expression (easy directions are learned in the first phase; "
+             "delta_NN is that of the hard subspace: one direction, or several with m = 1).")
+
+
 def abort(message: str, code: int = 2):
     """Print a one-line error and exit with ``code``."""
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
@@ -345,7 +349,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
 
 @main.command("hessian")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
-@click.option("--link", "-l", required=True, help="Link: name or expression (easy directions are learned in the first phase; one hard direction).")
+@click.option("--link", "-l", required=True, help=LINK_HELP)
 @click.option("--delta", "-d", "delta_text", required=True,
               help="n/d: one value, a list '4,6,8' or a range 'start:stop:step' (one row per delta).")
 @click.option("--eta", required=True, type=float, help="Step size.")
@@ -513,7 +517,7 @@ def _run_nn(setup, no_cache, quiet=False):
 @main.command("nn")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
 @click.option("--link", "-l", default="phase_retrieval", show_default=True,
-              help="Link: name or expression (easy directions are learned in the first phase; one hard direction).")
+              help=LINK_HELP)
 @_nn_setup_options
 @click.option("--scan", "scan_text", help="Sensitivity: delta_NN for each value of one parameter, "
               "e.g. rho0=0.1:2:10 (name=start:stop:count; rho0, a, b, eta, weight_decay, steps).")

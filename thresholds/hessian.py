@@ -204,8 +204,8 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
 
 def _hessian_activation(setup: DMFTSetup):
     """The activation, once the setup is known to be covered: sigma'' defined, m = 1 with --sphere,
-    and exactly one hard direction (the outlier equation is solved for r_H = 1; easy directions
-    enter through the law of u)."""
+    and a hard subspace the outlier equation covers (``hard_dimension``; easy directions enter
+    through the law of u)."""
     if setup.m != 1 and setup.sphere:
         raise UnsupportedError("the Hessian of spherical GD covers m = 1 (for m > 1 the Riemannian "
                                "shift differs per neuron)")
