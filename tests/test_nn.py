@@ -152,3 +152,4 @@ def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
     assert cached_delta_nn(setup) is not None
     text = _nn_lines(cached_delta_nn(setup), [200, 400])
     assert "at the horizon" in text and "d = 200:" in text and "d = 400:" in text
+    assert (f"{res.delta_nn:.4g} [" in text) if res.found else ("> 2 (no negative hard outlier" in text)
