@@ -307,19 +307,28 @@ class LatentSplit:
         return self.easy.shape[1] if self.easy.size else self.hard.shape[1]
 
 
+_SPLITS: dict = {}
+
+
 def latent_split(link: str | Link) -> LatentSplit:
     """Easy / hard split of the latent space of ``link`` (THEORY section 1), from the
-    generative-exponent test of ``delta_alg`` up to order 2; cached on disk by expression."""
+    generative-exponent test of ``delta_alg`` up to order 2; kept in memory and cached on disk
+    by expression (the simulator asks for it on every run)."""
     from . import cache as _cache
     if isinstance(link, str):
         link = get_link(link)
     key = {"expr": str(link.expr), "latent": [str(v) for v in link.latent], "noise": str(link.noise)}
+    memo = repr(sorted(key.items()))
+    if memo in _SPLITS:
+        return _SPLITS[memo]
     hit = _cache.load("latent_split", key)
     if hit is not None:
+        _SPLITS[memo] = hit
         return hit
     res = delta_alg(link, dps=15, max_order=2)
     k = link.k
     split = LatentSplit(np.array(res.easy_basis, dtype=float).reshape(-1, k),
                         np.array(res.hard_basis, dtype=float).reshape(-1, k))
     _cache.store("latent_split", key, split)
+    _SPLITS[memo] = split
     return split
