@@ -749,7 +749,10 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
     from validation.threshold import scan, write_report
 
     act = get_activation(activation)
-    get_link(link)
+    from thresholds.alg import latent_split
+    if latent_split(get_link(link)).hard.shape[0] == 0:
+        abort(f"link {link!r} has no hard direction: every direction is learned in the first phase, "
+              "there is no recovery threshold to measure", 2)
     if hessian:
         act.derivative(2)  # one-line error for relu-like activations
     try:

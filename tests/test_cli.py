@@ -204,3 +204,10 @@ def test_dmft_json_reports_easy_overlaps(tmp_path, monkeypatch):
     assert len(last["signal"]) == 1 and last["signal"][0][0] > 0.1  # M(5) ~ 0.35: the easy direction is learned
     # replica mean of M^2 against the square of the replica mean of M: equal up to the replica spread
     assert last["easy_overlap"] == pytest.approx(last["signal"][0][0] ** 2, rel=0.02)
+
+
+def test_validate_refuses_a_link_without_hard_direction(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("validate", "-a", "gelu", "-l", "staircase", "--d", "50", "--deltas", "2", "--trials", "1",
+              "--report", str(tmp_path / "r"))
+    assert res.exit_code == 2 and "no hard direction" in res.output and "Traceback" not in res.output
