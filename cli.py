@@ -782,7 +782,7 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
                       a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
     from thresholds.nn import NNSetup, cached_delta_nn
     same = NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
-    path = write_report(result, report_dir, delta_alg=alg.delta_alg, delta_nn=cached_delta_nn(same))
+    path = write_report(result, report_dir, delta_alg=alg.delta_alg, delta_nn=cached_delta_nn(same, any_search=True))
     if result.extrapolated[0] is not None and not result.interrupted:
         from thresholds.nn import store_validation
         store_validation(same,

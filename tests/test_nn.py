@@ -2,6 +2,7 @@
 
 import json
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -153,3 +154,10 @@ def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
     text = _nn_lines(cached_delta_nn(setup), [200, 400])
     assert "at the horizon" in text and "d = 200:" in text and "d = 400:" in text
     assert (f"{res.delta_nn:.4g} [" in text) if res.found else ("> 2 (no negative hard outlier" in text)
+    # another search limit is the same setup: quoted with its own search settings, exact lookups miss
+    wider = replace(setup, search_max=3.0, rtol=0.05)
+    assert cached_delta_nn(wider) is None
+    again = cached_delta_nn(wider, any_search=True)
+    assert again is not None and again.setup.search_max == 2.0 and again.delta_nn == res.delta_nn
+    assert "searched to 2 at rtol" in _nn_lines(again, [200])
+    assert cached_delta_nn(replace(setup, eta=0.3), any_search=True) is None

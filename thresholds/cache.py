@@ -26,9 +26,12 @@ def key_for(kind: str, setup: dict) -> str:
 
 
 def load(kind: str, setup: dict):
-    path = cache_dir() / f"{kind}-{key_for(kind, setup)}.pkl"
-    if not path.exists():
-        return None
+    return load_key(kind, key_for(kind, setup))
+
+
+def load_key(kind: str, key: str):
+    """The entry of ``kind`` stored under the hash ``key`` (None when missing or unreadable)."""
+    path = cache_dir() / f"{kind}-{key}.pkl"
     try:
         with open(path, "rb") as fh:
             return pickle.load(fh)

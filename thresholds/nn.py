@@ -314,10 +314,28 @@ def _cache_key(setup: NNSetup) -> dict:
     return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 5}
 
 
-def cached_delta_nn(setup: NNSetup):
-    """The cached NNResult of ``setup`` (None when ``thresholds nn`` has not run it)."""
+SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
+
+
+def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
+    """The cached NNResult of ``setup`` (None when ``thresholds nn`` has not run it).  With
+    ``any_search``, a result of the same setup run with other search settings (``SEARCH_FIELDS``)
+    is returned when the exact one is missing (its ``setup`` says which)."""
     from . import cache as _cache
-    return _cache.load("nn", _cache_key(setup))
+    hit = _cache.load("nn", _cache_key(setup))
+    if hit is not None or not any_search:
+        return hit
+    want = {k: v for k, v in asdict(setup).items() if k not in SEARCH_FIELDS}
+    for path in sorted(_cache.cache_dir().glob("nn-*.pkl")):
+        key = path.stem.split("-", 1)[1]
+        other = _cache.load_key("nn", key)
+        if other is None or not hasattr(other, "setup"):
+            continue
+        theirs = {k: v for k, v in asdict(other.setup).items() if k not in SEARCH_FIELDS}
+        # the file name must be the key the current code gives that setup (same version and search rules)
+        if theirs == want and _cache.key_for("nn", _cache_key(other.setup)) == key:
+            return other
+    return None
 
 
 def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> NNResult:

@@ -198,8 +198,9 @@ def _nn_lines(nn, dims):
     finite = ", ".join(f"d = {d}: " + (f"{fd[d]['value']:.3g}" if isinstance(fd[d].get("value"), float) else "none")
                        for d in dims if d in fd)
     return (f"Predicted by `thresholds nn` (law {s.law}, d = {s.law_d}, {s.replicas} seeds, horizon {s.steps} "
-            "steps): delta_NN = " + (f"{nn.delta_nn:.4g} [{nn.low:.4g}, {nn.high:.4g}]" if nn.found else
-                                     f"> {s.search_max:g} (no negative hard outlier up to the search limit)")
+            f"steps, searched to {s.search_max:g} at rtol {s.rtol:g}): delta_NN = "
+            + (f"{nn.delta_nn:.4g} [{nn.low:.4g}, {nn.high:.4g}]" if nn.found else
+               f"> {s.search_max:g} (no negative hard outlier up to the search limit)")
             + " at the horizon; transient "
             + (f"min_t delta_NN(t) = {tr.value:.4g} [{tr.low:.4g}, {tr.high:.4g}] at step {nn.transient_step}"
                if tr.found else "none") + f"; finite-d threshold (growth sqrt(d) within the horizon): {finite}.")
