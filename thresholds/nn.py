@@ -60,6 +60,7 @@ tends to delta_NN as d -> inf and is what a simulation at that d measures.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
@@ -327,7 +328,9 @@ def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
         return hit
     want = {k: v for k, v in asdict(setup).items() if k not in SEARCH_FIELDS}
     for path in sorted(_cache.cache_dir().glob("nn-*.pkl")):
-        key = path.stem.split("-", 1)[1]
+        key = path.stem[3:]
+        if not re.fullmatch(r"[0-9a-f]{32}", key):  # other kinds share the prefix (nn-eval-...)
+            continue
         other = _cache.load_key("nn", key)
         if other is None or not hasattr(other, "setup"):
             continue
