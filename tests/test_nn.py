@@ -161,3 +161,76 @@ def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
     assert again is not None and again.setup.search_max == 2.0 and again.delta_nn == res.delta_nn
     assert "searched to 2 at rtol" in _nn_lines(again, [200])
     assert cached_delta_nn(replace(setup, eta=0.3), any_search=True) is None
+
+
+def test_refine_closes_the_bracket_and_beats_bisection_on_a_smooth_indicator():
+    # a mildly concave indicator (the shape of I_T near delta_NN) and a strongly convex one: the bracket
+    # [8, 16] shrinks to rtol around the root 10.7; geometric bisection needs 6 evaluations
+    from thresholds.nn import refine
+    bisection = math.ceil(math.log2(math.log(2.0) / (0.9 * 0.02)))
+    for g, most in ((lambda x: 0.3 * (x - 10.7) - 0.01 * (x - 10.7) ** 2, 3),
+                    (lambda x: math.log(x / 10.7) + 0.02 * (x - 10.7) ** 2, bisection)):
+        calls = []
+
+        def counted(x, g=g):
+            calls.append(x)
+            return g(x)
+        b = refine(counted, 8.0, 16.0, 0.02)
+        a = max(x for x in calls if g(x) <= 0 and x < b)
+        assert a < 10.7 <= b and (b - a) / math.sqrt(a * b) <= 0.02
+        assert len(calls) - 2 <= most, calls  # interior evaluations
+
+
+def test_refine_worst_case_stays_bounded():
+    # a step function (no slope information) and a very flat then steep one both converge, within
+    # twice the bisection count
+    from thresholds.nn import refine
+    for g in (lambda x: -1.0 if x < 3.3 else 1.0, lambda x: (x - 3.3) ** 9 if x > 3.3 else -1e-6):
+        calls = []
+
+        def counted(x, g=g):
+            calls.append(x)
+            return g(x)
+        b = refine(counted, 1.0, 32.0, 0.02)
+        assert 3.3 <= b <= 3.3 * 1.03
+        assert len(calls) == len(set(calls))  # each point evaluated once (the ends too)
+        bisection = math.ceil(math.log2(math.log(32.0) / 0.02))
+        assert len(calls) - 2 <= 2 * bisection, len(calls)
+
+
+def test_next_trial_extrapolates_and_doubles():
+    from thresholds.nn import next_trial
+    assert next_trial(None, None, 4.0, -1.0, 0.02) == 8.0            # one point: double
+    assert next_trial(4.0, -1.0, 8.0, -2.0, 0.02) == 16.0            # not increasing: double
+    # the line through (4, -2), (8, -1) crosses at 12: aim 2 % past it
+    assert next_trial(4.0, -2.0, 8.0, -1.0, 0.02) == pytest.approx(12.24)
+    assert next_trial(4.0, -2.0, 8.0, -1e-3, 0.02) == pytest.approx(8.8)   # at least x1.1
+    assert next_trial(7.9, -2.0, 8.0, -1.99, 0.02) == 16.0           # at most x2 (root at 27.9)
+
+
+def test_float32_law_gives_the_float64_indicators(tmp_path, monkeypatch):
+    # the finite-d law stored in float32 (sums in float64): the same indicators as float64 far inside
+    # the Monte Carlo error (which is what lets cached_delta_nn(any_search) treat them as one setup)
+    from thresholds.nn import evaluate
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    setup = NNSetup("quad", eta=0.05, steps=64, law="gd", law_d=300, replicas=2)
+    e32 = evaluate(setup, 6.0, cache=False)
+    e64 = evaluate(replace(setup, law_dtype="float64"), 6.0, cache=False)
+    diff = np.abs(np.array(e32.indicator) - np.array(e64.indicator))
+    assert diff.max() < 1e-3 * max(1.0, float(np.max(np.abs(e64.indicator)))), diff
+    assert diff.max() < 0.05 * min(e64.indicator_err), (diff.max(), min(e64.indicator_err))
+
+
+def test_setups_pickled_before_law_dtype_read_as_float64():
+    import pickle
+    old = NNSetup("gelu")
+    state = dict(vars(old))
+    del state["law_dtype"]
+    blob = pickle.dumps(old)
+    restored = pickle.loads(blob)
+    assert restored.law_dtype == "float32"
+    legacy = NNSetup.__new__(NNSetup)
+    legacy.__setstate__(state)
+    assert legacy.law_dtype == "float64"
+    from thresholds.nn import _cache_key
+    assert "law_dtype" not in _cache_key(legacy)["nn"] and _cache_key(old)["nn"]["law_dtype"] == "float32"

@@ -258,12 +258,14 @@ def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
     return out
 
 
-def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None) -> dict:
+def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None,
+                       dtype: str = "float64") -> dict:
     """The same spectra with the law of (u, y, g_H) taken from finite-d GD restricted to the
     complement of the hard direction (THEORY section 3, the cross-check that needs no long DMFT):
     ``setup.replicas`` independent seeds at dimension ``d`` play the part of the replicas,
     each contributing its n = delta d training samples at every checkpoint; the d = inf
-    spectral equations of section 4 are then applied to that empirical law."""
+    spectral equations of section 4 are then applied to that empirical law.  ``dtype`` is the
+    storage of the simulator's data and weights (its sums are float64 either way)."""
     from validation.simulate import GDSetup, run_gd
 
     from .catalog import get_link
@@ -279,7 +281,7 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
             run = run_gd(GDSetup(setup.activation, setup.link, setup.delta, d, setup.eta, setup.steps,
                                  a=setup.a, b=setup.b, rho0=setup.rho0, weight_decay=setup.weight_decay,
                                  m=setup.m, complement=True, sphere=setup.sphere, seed=1000 * setup.seed + r,
-                                 n_test=200),
+                                 n_test=200, test_loss=False, dtype=dtype),
                          snapshots=steps, progress=(lambda t, r=r: progress(r * (setup.steps + 1) + t + 1,
                                                                              setup.replicas * (setup.steps + 1)))
                          if progress else None)
@@ -287,13 +289,15 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
             raise DivergenceError(f"finite-d GD diverged ({exc}) at delta = {setup.delta:g}, eta = {setup.eta:g}") \
                 from None
         X, y = run.data
-        g = X[:, : link.k] @ hard.T
+        y = y.astype(float)
+        g = X[:, : link.k].astype(float) @ hard.T
         g = g[:, 0] if g.shape[1] == 1 else g
         w = np.full(y.size, 1.0 / y.size)
         for s in steps:
-            laws[s].append((run.snapshots[s][:, 0] if setup.m == 1 else run.snapshots[s], y, g, w))
+            u = run.snapshots[s].astype(float)
+            laws[s].append((u[:, 0] if setup.m == 1 else u, y, g, w))
     return _spectra(act, setup, laws, outliers, f"law: empirical law of finite-d GD restricted to the "
-                    f"complement, d = {d}, {setup.replicas} seeds (mean +- s.e.)")
+                    f"complement, d = {d}, {setup.replicas} seeds, {dtype} data (mean +- s.e.)")
 
 
 def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:

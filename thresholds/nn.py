@@ -15,12 +15,20 @@ as the mean and standard error over the replicas (thresholds.hessian).
 
 Search (at the horizon T).  All deltas use the same seed (common random
 numbers), so I_T is smooth in delta.  Starting from max(search_min, delta_alg)
-(delta_NN >= delta_alg: the Hessian is one spectral method) delta is doubled
-until I_T > 0, then the bracket is bisected in log delta down to
-``rtol`` relative width.  The crossing is the linear interpolation of I_T
-between the bracket ends; its interval is described in ``first_crossing``
-(bracket and Monte Carlo half-widths, and a local line fit of I_T).  When
-I_T <= 0 up to ``search_max`` the answer is "inf" with that bound.
+(delta_NN >= delta_alg: the Hessian is one spectral method) delta is raised
+until I_T > 0: by the straight-line extrapolation of the last two I_T values
+(aimed rtol past the predicted root, at least x1.1 and at most x2 per step),
+doubled while I_T is not increasing.  The bracket is then shrunk to ``rtol``
+relative width (log delta) by Brent's method (``refine``), which falls back to
+bisection when its interpolation does not progress.  (Bisection from a factor-2
+bracket takes log2(ln 2 / rtol) ~ 5 evaluations at rtol = 0.02; Brent usually
+takes 2-3 on a smooth indicator, and the evaluations near the root are the
+expensive ones.)  The crossing is the linear interpolation of I_T between the
+bracket ends; its interval is described in ``first_crossing`` (bracket and
+Monte Carlo half-widths, and a local line fit of I_T that needs three deltas
+within a factor 1.25 of the crossing: the search adds deltas at 1.12 and
+1/1.12 times the crossing until there are).  When I_T <= 0 up to
+``search_max`` the answer is "inf" with that bound.
 
 t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
 evaluations (first sign change of I_t, linear interpolation).  The curve is
@@ -41,7 +49,9 @@ means the threshold is driven by the extreme tail and is flagged.
 Transient window.  delta_NN(t) need not be monotone in t: when the first
 phase keeps moving (e.g. ||theta|| growing without bound), a hard outlier can
 exist at intermediate t and disappear later.  The smallest delta_NN(t) over
-the checkpoints is reported as ``delta_nn_transient`` with its step; at
+the checkpoints is reported as ``delta_nn_transient`` with its step (refined,
+like the horizon crossing, with runs stopped at that step:
+``transient_evaluations``); at
 finite d, where escaping needs only about log(sqrt d)/(eta |z*|) steps, GD
 can use that window.
 
@@ -90,12 +100,17 @@ class NNSetup:
     sphere: bool = False
     law: str = "gd"          # "gd": law of (u, y, g) from finite-d GD (replicas = seeds); "dmft" (README)
     law_d: int = 1000        # dimension of the "gd" law
+    law_dtype: str = "float32"  # storage of the "gd" law's data (accumulations are float64; README)
     paths: int = 20_000
     replicas: int = 3
     seed: int = 0
     search_min: float = 0.0
     search_max: float = 64.0
     rtol: float = 0.02
+
+    def __setstate__(self, state):
+        state.setdefault("law_dtype", "float64")  # pickled before the field existed: float64 laws
+        self.__dict__.update(state)
 
     def dmft(self, delta: float) -> DMFTSetup:
         return DMFTSetup(self.activation, self.link, float(delta), self.eta, int(self.steps), a=self.a, b=self.b,
@@ -109,6 +124,8 @@ class NNSetup:
             raise UnsupportedError("delta_NN of spherical GD covers m = 1")
         if self.law not in ("dmft", "gd"):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
+        if self.law_dtype not in ("float32", "float64"):
+            raise ThresholdsError(f"law_dtype must be 'float32' or 'float64', got {self.law_dtype!r}")
         if self.law == "gd" and self.law_d < 50:
             raise ThresholdsError("law_d must be >= 50")
         if not 0 < self.rtol < 1:
@@ -171,6 +188,7 @@ class NNResult:
     notes: list = field(default_factory=list)
     seconds: float = 0.0
     path_check: dict = None
+    transient_evaluations: list = None   # runs to the transient step only (its refinement)
 
     @property
     def crossing_at_horizon(self) -> Crossing:
@@ -208,7 +226,8 @@ class NNResult:
                "left_edge": self.left_edge, "left_edge_err": self.left_edge_err,
                "setup": asdict(self.setup), "notes": self.notes, "seconds": self.seconds,
                "path_check": self.path_check,
-               "evaluations": [asdict(e) for e in self.evaluations]}
+               "evaluations": [asdict(e) for e in self.evaluations],
+               "transient_evaluations": [asdict(e) for e in self.transient_evaluations or []]}
         if not self.found:
             out["search_max"] = self.setup.search_max
         return out
@@ -219,7 +238,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     """Hessian indicators at every checkpoint for one delta (one DMFT run or one set of GD runs); the outlier
     positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for."""
     from . import cache as _cache
-    law_setup = {k: v for k, v in asdict(setup).items() if k not in ("search_min", "search_max", "rtol")}
+    law_setup = {k: v for k, v in _setup_fields(setup).items() if k not in SEARCH_FIELDS}
     key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1}
     if setup.law == "dmft":
         spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress, outliers=outliers)
@@ -227,7 +246,8 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
         hit = _cache.load("nn-eval", key) if cache else None
         if hit is not None:
             return hit
-        spectra = hessian_spectra_gd(setup.dmft(delta), setup.law_d, outliers=outliers, progress=progress)
+        spectra = hessian_spectra_gd(setup.dmft(delta), setup.law_d, outliers=outliers, progress=progress,
+                                     dtype=setup.law_dtype)
     steps = sorted(spectra)
     ev = Evaluation(float(delta), steps, [], [], [], [], [], [], [], [], [])
     for s in steps:
@@ -311,22 +331,35 @@ def first_crossing(vals, window: float = 1.25) -> Crossing:
     return Crossing(math.inf, last, math.inf, False)
 
 
-def _cache_key(setup: NNSetup) -> dict:
-    return {"nn": asdict(setup), "clip": CLIP_QUANTILE, "search": 5}
-
-
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
+# fields a cached result may differ in when a caller accepts "the same setup" (cached_delta_nn any_search):
+# the search settings, and the storage precision of the finite-d law (float32 and float64 laws give the
+# same indicators to ~1e-5, far inside their Monte Carlo errors: tests/test_nn.py)
+RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
+
+
+def _setup_fields(setup: NNSetup) -> dict:
+    """The setup as a cache key: every field, except ``law_dtype`` when it is float64 (results computed
+    before the field existed were float64 and keep their keys)."""
+    out = asdict(setup)
+    if out["law_dtype"] == "float64":
+        del out["law_dtype"]
+    return out
+
+
+def _cache_key(setup: NNSetup) -> dict:
+    return {"nn": _setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
 
 
 def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
     """The cached NNResult of ``setup`` (None when ``thresholds nn`` has not run it).  With
-    ``any_search``, a result of the same setup run with other search settings (``SEARCH_FIELDS``)
-    is returned when the exact one is missing (its ``setup`` says which)."""
+    ``any_search``, a result of the same setup run with other search settings or law precision
+    (``RELAXED_FIELDS``) is returned when the exact one is missing (its ``setup`` says which)."""
     from . import cache as _cache
     hit = _cache.load("nn", _cache_key(setup))
     if hit is not None or not any_search:
         return hit
-    want = {k: v for k, v in asdict(setup).items() if k not in SEARCH_FIELDS}
+    want = {k: v for k, v in asdict(setup).items() if k not in RELAXED_FIELDS}
     for path in sorted(_cache.cache_dir().glob("nn-*.pkl")):
         key = path.stem[3:]
         if not re.fullmatch(r"[0-9a-f]{32}", key):  # other kinds share the prefix (nn-eval-...)
@@ -334,7 +367,7 @@ def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
         other = _cache.load_key("nn", key)
         if other is None or not hasattr(other, "setup"):
             continue
-        theirs = {k: v for k, v in asdict(other.setup).items() if k not in SEARCH_FIELDS}
+        theirs = {k: v for k, v in asdict(other.setup).items() if k not in RELAXED_FIELDS}
         # the file name must be the key the current code gives that setup (same version and search rules)
         if theirs == want and _cache.key_for("nn", _cache_key(other.setup)) == key:
             return other
@@ -372,15 +405,6 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
         ev = evals[delta]
         return ev.indicator[ev.at(step)]
 
-    def bisect(a, b, step):
-        while (b - a) / math.sqrt(a * b) > setup.rtol:
-            mid = math.sqrt(a * b)
-            if f(mid, step) > 0:
-                b = mid
-            else:
-                a = mid
-        return b
-
     diverged = []
     while True:
         try:
@@ -396,12 +420,37 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
             lo *= 2
     b = lo
     if not below:
-        a = lo
-        while f(b) <= 0 and b < setup.search_max:
-            a, b = b, min(2 * b, setup.search_max)
+        a, prev = lo, None                                  # f(a) <= 0
+        while b < setup.search_max:
+            b = min(next_trial(prev, f(prev) if prev is not None else None, a, f(a), setup.rtol),
+                    setup.search_max)
+            if f(b) > 0:
+                break
+            prev, a = a, b
         if f(b) > 0:
-            b = bisect(a, b, T)
-    # refine the transient minimum at its own step (same evaluations, a few more deltas)
+            b = refine(f, a, b, setup.rtol)
+            for _ in range(2):  # support of the local line fit of first_crossing
+                x = crossing(list(evals.values()), T).value
+                near = [d for d in evals if x / 1.25 <= d <= x * 1.25]
+                if len(near) >= 3:
+                    break
+                f(min(x * 1.12, setup.search_max) if sum(d > x for d in near) <= sum(d < x for d in near)
+                  else x / 1.12)
+    # refine the transient minimum at its own step: GD (or the DMFT) run only to that step, which is
+    # the same trajectory up to it (the data and the initialization are drawn first) at a fraction of the cost
+    short = {}
+
+    def f_short(delta, step):
+        if delta in evals:
+            return f(delta, step)
+        if delta not in short:
+            short[delta] = evaluate(replace(setup, steps=step), delta, cache=cache, progress=progress)
+            if log:
+                ev = short[delta]
+                log(f"delta = {delta:.5g}, run to step {step}: indicator {ev.indicator[-1]:+.4f} +- "
+                    f"{ev.indicator_err[-1]:.4f}")
+        return short[delta].indicator[short[delta].at(step)]
+
     early = [(crossing(list(evals.values()), s), s) for s in checkpoints(T)[:-1]]
     c, step = min(early, key=lambda cs: cs[0].value) if early else (None, T)
     if c is not None and c.found and c.value > lo and not c.value > crossing(list(evals.values()), T).low:
@@ -409,11 +458,11 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
         hi_d = min(d for d in pts if d >= c.value)
         lo_d = max(d for d in pts if d <= c.value)
         if f(hi_d, step) > 0 >= f(lo_d, step):
-            bisect(lo_d, hi_d, step)
+            refine(lambda x: f_short(x, step), lo_d, hi_d, setup.rtol)
     el = list(evals.values())
     main = crossing(el, T)
     clip = crossing(el, T, key="clipped")
-    curve = [(s, crossing(el, s)) for s in checkpoints(T)]
+    curve = [(s, crossing(el + (list(short.values()) if s == step else []), s)) for s in checkpoints(T)]
     half = [c for s, c in curve if s == max(1, T // 2)][0]
     t_min, transient = min(curve, key=lambda sc: sc[1].value)
     notes = []
@@ -460,10 +509,41 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
         notes.append(f"no negative hard outlier up to search_max = {setup.search_max:g}")
     result = NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
                       settled, transient, t_min, ref.left_edge[i], ref.left_edge_err[i],
-                      sorted(el, key=lambda e: e.delta), notes, time.time() - start, path_check)
+                      sorted(el, key=lambda e: e.delta), notes, time.time() - start, path_check,
+                      sorted(short.values(), key=lambda e: e.delta))
     if cache:
         _cache.store("nn", _cache_key(setup), result)
     return result
+
+
+def next_trial(x0, f0, x1, f1, rtol: float) -> float:
+    """Next delta of the upward search from the last two points (x0 < x1, f1 <= 0): the root of the
+    straight line through them aimed ``rtol`` past it, between 1.1 x1 and 2 x1; 2 x1 when there is
+    one point or f is not increasing."""
+    if x0 is None or not f1 > f0:
+        return 2 * x1
+    root = x1 + (x1 - x0) * (-f1) / (f1 - f0)
+    return min(max(root * (1 + rtol), 1.1 * x1), 2 * x1)
+
+
+def refine(g, a: float, b: float, rtol: float) -> float:
+    """Shrink a bracket g(a) <= 0 < g(b) (0 < a < b) until (b - a)/sqrt(ab) <= rtol; returns the
+    upper end of the final bracket.  Brent's method in log delta (scipy's brentq: inverse quadratic
+    and secant steps, at least the tolerance inside the bracket so that a good estimate closes it,
+    bisection when they do not progress); g is evaluated once per point (the ends are reused)."""
+    from scipy.optimize import brentq
+    vals = {a: g(a), b: g(b)}
+    ends = {math.log(a): a, math.log(b): b}
+
+    def h(lx):
+        x = ends.get(lx, math.exp(lx))
+        if x not in vals:
+            vals[x] = g(x)
+        return vals[x] if vals[x] != 0 else -1e-300  # g = 0 counts as "no outlier" (<= 0)
+    root = math.exp(brentq(h, math.log(a), math.log(b), xtol=0.9 * 2 * math.asinh(rtol / 2), maxiter=200))
+    pts = sorted((x, v) for x, v in vals.items() if a <= x <= b)
+    pairs = [(x1, x2) for (x1, v1), (x2, v2) in zip(pts, pts[1:]) if v1 <= 0 < v2]
+    return min(pairs, key=lambda p: abs(math.log(p[0] * p[1]) / 2 - math.log(root)))[1]
 
 
 def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, progress=None) -> dict:

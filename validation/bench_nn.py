@@ -7,8 +7,10 @@ Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
   bisection runs to the end; the interval printed includes the Monte Carlo part);
 * gelu / phase_retrieval on the DMFT law (the full search up to delta = 64 and
   the transient refinement);
-* quad / phase_retrieval with the default finite-d GD law (d = 1000, 3 seeds).
-Select one with -k, e.g. -k dmft.
+* quad / phase_retrieval (eta = 0.05) and gelu / phase_retrieval (every setting at its
+  default) with the default finite-d GD law (d = 1000, 3 seeds, float32 data).
+Select one with -k, e.g. -k dmft.  The "bracket" column is the final search bracket
+(rtol); the interval printed also carries the Monte Carlo error.
 
 Run:  python -m pytest validation/bench_nn.py --benchmark-only -p no:cacheprovider -s
 """
@@ -24,7 +26,8 @@ from thresholds.nn import NNSetup, delta_nn
 SETUPS = {"quad / 3 tanh(z^2), dmft law": NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft",
                                                   paths=40_000),
           "gelu / phase_retrieval, dmft law": NNSetup("gelu", law="dmft"),
-          "quad / phase_retrieval, default gd law": NNSetup("quad", eta=0.05, search_max=32.0)}
+          "quad / phase_retrieval, default gd law": NNSetup("quad", eta=0.05, search_max=32.0),
+          "gelu / phase_retrieval, all defaults": NNSetup("gelu")}
 
 
 def _cold_and_warm(setup):
@@ -50,6 +53,12 @@ def _cold_and_warm(setup):
 def test_delta_nn_cold_and_cached(benchmark, name):
     res, cold, warm = _cold_and_warm(SETUPS[name])
     value = f"{res.delta_nn:.4g} [{res.low:.4g}, {res.high:.4g}]" if res.found else f"> {res.setup.search_max:g}"
-    print(f"{name:38s} delta_NN = {value:28s} {len(res.evaluations):2d} deltas  cold {cold:6.1f} s "
+    bracket = ""
+    if res.found and not res.below_range:
+        pts = sorted((e.delta, e.indicator[-1]) for e in res.evaluations)
+        lo = max(d for d, v in pts if v <= 0 and d <= res.delta_nn)
+        hi = min(d for d, v in pts if v > 0 and d >= res.delta_nn)
+        bracket = f"bracket [{lo:.4g}, {hi:.4g}] ({(hi - lo) / (hi * lo) ** 0.5:.1%})"
+    print(f"{name:38s} delta_NN = {value:28s} {bracket:30s} {len(res.evaluations):2d} deltas  cold {cold:6.1f} s "
           f"(goal 180 s)  cached {warm:5.2f} s (goal 1 s)")
     benchmark.pedantic(lambda: None, rounds=1, iterations=1)
