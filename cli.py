@@ -529,7 +529,8 @@ def _run_nn(setup, no_cache, quiet=False):
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
-    negative outlier along the hard direction (m = 1, square loss).
+    negative outlier in the hard subspace (any width --m and number of hard directions;
+    square loss).
 
     Prints delta_NN with its interval (bracket and Monte Carlo error), delta_alg, the
     t-curve delta_NN(t) over the checkpoints and the rule used to call it converged.
@@ -626,7 +627,7 @@ def table_cmd(links, activations, widths, as_json, **kw):
                 setup.validate()
                 try:
                     res = _run_nn(setup, kw["no_cache"], quiet=True)
-                except UnsupportedError as exc:  # e.g. a link with no (or several) hard directions
+                except UnsupportedError as exc:  # e.g. a link with no hard direction
                     rows.append((setup, None, str(exc)))
                     continue
                 rows.append((setup, res, cached_validation(setup)))

@@ -1,4 +1,5 @@
 import json
+import math
 from pathlib import Path
 
 import pytest
@@ -186,11 +187,15 @@ def test_table_marks_links_without_one_hard_direction(tmp_path, monkeypatch):
     assert row["link"] == "staircase" and "no hard direction" in row["unsupported"]
 
 
-def test_nn_with_two_hard_directions_and_two_neurons_is_one_line_error(tmp_path, monkeypatch):
+def test_nn_with_two_hard_directions_and_two_neurons(tmp_path, monkeypatch):
+    # the (m r_H) x (m r_H) = 4 x 4 outlier matrix end to end on a small finite-d law
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    res = run("nn", "-a", "gelu", "-l", "product", "--m", "2")
-    assert res.exit_code != 0
-    assert "2 hard directions" in res.output and "Traceback" not in res.output
+    res = run("nn", "-a", "gelu", "-l", "product", "--m", "2", "--law-d", "80", "-T", "8", "--eta", "0.05",
+              "--replicas", "2", "--search-max", "2", "--json")
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.output)
+    assert out["setup"]["m"] == 2 and out["setup"]["link"] == "product"
+    assert all(math.isfinite(v) for e in out["evaluations"] for v in e["indicator"])
 
 
 def test_dmft_json_reports_easy_overlaps(tmp_path, monkeypatch):

@@ -118,3 +118,50 @@ def test_block_diagonal_law_pools_the_diagonal():
     law1 = WeightLaw.from_samples(G, g)
     assert bulk_edges(pooled, 6.0)[0].z == pytest.approx(bulk_edges(law1, 6.0)[0].z, rel=1e-12)
     assert scalar_outlier(pooled, 6.0)[0] == pytest.approx(scalar_outlier(law1, 6.0)[0], rel=1e-10)
+
+
+def _product_samples(n=8000, seed=5):
+    """Samples symmetrised under g1 <-> g2 (the law of y = g1 g2 is invariant under the swap)."""
+    rng = np.random.default_rng(seed)
+    g = rng.standard_normal((n, 2))
+    return np.vstack([g, g[:, ::-1]])
+
+
+def test_several_hard_directions_m1_matches_the_scalar_r_by_r_engine():
+    # m = 1 with r_H = 2: the (m r_H) x (m r_H) matrix is the r_H x r_H matrix of the scalar engine
+    g = _product_samples()
+    G = 1.0 - 1.6 * np.tanh(g[:, 0] * g[:, 1])
+    w = np.full(G.size, 1.0 / G.size)
+    M = np.einsum("ni,nj->nij", g, g)
+    delta = 3.0
+    law1 = WeightLaw.from_nodes(G, w, M)
+    lawm = MatrixLaw(G[:, None, None], M, w)
+    assert lawm.r == 2 and lawm.m == 1
+    ind, _ = negative_indicator(lawm, delta)
+    assert ind > 0.05 and ind == pytest.approx(_negative_indicator(law1, delta), abs=1e-4)
+    z, _ = lowest_outlier(lawm, delta)
+    assert z == pytest.approx(scalar_outlier(law1, delta)[0], rel=1e-7)
+
+
+def test_several_hard_directions_and_two_neurons_split_along_the_symmetry_axes():
+    # m = 2, y = g1 g2 with swap-symmetric samples: in the basis v+- = (e1 +- e2)/sqrt 2 the 4 x 4 matrix
+    # S = alpha^{-1} (x) I + E[K (x) (g g^T - I)] is block diagonal (E[K (x) g1 g2] terms are the same in
+    # both orders), its blocks are the 2 x 2 matrices of one hard direction with h = (v+-^T g)^2; the
+    # lowest eigenvalue is the lower of the two, exactly
+    g = _product_samples()
+    y = g[:, 0] * g[:, 1]
+    rng = np.random.default_rng(2)
+    u = rng.standard_normal((y.size // 2, 2))
+    u = np.vstack([u, u])                    # each swapped copy keeps its pre-activations: exact symmetry
+    s1 = 1 - 0.5 * np.tanh(u) ** 2
+    W = np.einsum("ni,nj->nij", s1, s1) / 4 - 0.8 * np.tanh(y)[:, None, None] * np.eye(2) / 2 \
+        + 0.5 * np.eye(2) / 2
+    w = np.full(y.size, 1.0 / y.size)
+    delta = 3.0
+    both = negative_indicator(MatrixLaw(W, np.einsum("ni,nj->nij", g, g), w), delta)[0]
+    plus = negative_indicator(MatrixLaw(W, (g @ [1, 1]) ** 2 / 2, w), delta)[0]
+    minus = negative_indicator(MatrixLaw(W, (g @ [1, -1]) ** 2 / 2, w), delta)[0]
+    assert both == pytest.approx(max(plus, minus), rel=1e-9, abs=1e-12)
+    assert abs(plus - minus) > 0.05 and max(plus, minus) > 0   # a negative outlier, in one direction only
+    first = negative_indicator(MatrixLaw(W, g[:, 0] ** 2, w), delta)[0]
+    assert abs(first - both) > 0.05                              # g1 alone would be wrong

@@ -162,7 +162,8 @@ def _one_law_m(act, setup, delta, U, y, g, w, outliers=True):
     from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator
     W = hessian_weight_m(act, setup.a, setup.b, U, y)
     w = np.asarray(w, dtype=float)
-    h = np.asarray(g) ** 2
+    g = np.asarray(g, dtype=float)
+    h = g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)  # (m r_H) x (m r_H) outlier matrix for r_H > 1
     law = MatrixLaw(W, h, w)
     edge = left_edge(law, delta)
     ind, _ = negative_indicator(law, delta, edge)
@@ -217,8 +218,8 @@ def _hessian_activation(setup: DMFTSetup):
 
 def hard_dimension(link, m: int = 1) -> int:
     """r_H of the link; UnsupportedError when it is 0 (delta_NN is the threshold of the hard
-    subspace: with none there is nothing to find) or when r_H > 1 with m > 1 (the (m r_H) x (m r_H)
-    outlier matrix is implemented for m = 1, where S is r_H x r_H, and for r_H = 1)."""
+    subspace: with none there is nothing to find).  Any r_H with any m: the outlier matrix is
+    (m r_H) x (m r_H) (thresholds.stieltjes_m; r_H x r_H for m = 1)."""
     from .alg import latent_split
     from .catalog import get_link
     link = get_link(link) if isinstance(link, str) else link
@@ -226,9 +227,6 @@ def hard_dimension(link, m: int = 1) -> int:
     if r_h == 0:
         raise UnsupportedError(f"link {link.name!r} has no hard direction (every direction is learned in "
                                "the first phase): delta_NN is not defined")
-    if r_h > 1 and m > 1:
-        raise UnsupportedError(f"link {link.name!r} has {r_h} hard directions; with m = {m} neurons the outlier "
-                               "equation is implemented for one hard direction (r_H > 1 needs m = 1)")
     return r_h
 
 

@@ -11,7 +11,14 @@ bulk where the m x m matrix
 
     S(z) = -z I + E[K g_H^2] = alpha^{-1} + E[K (g_H^2 - 1)]
 
-is singular.  For m = 1 these are the scalar equations of :mod:`thresholds.stieltjes`.
+is singular.  With r_H hard directions (latent vector g_H in R^{r_H}) the spike
+weight is the r_H x r_H matrix g_H g_H^T and S is (m r_H) x (m r_H):
+
+    S(z) = -z I + E[K (x) g_H g_H^T] = alpha^{-1} (x) I + E[K (x) (g_H g_H^T - I)]
+
+(the bulk is that of the directions orthogonal to the latent subspace, which do not
+see g_H; the hard block of the resolvent couples each neuron block with each hard
+direction).  For m = 1 these are the scalar equations of :mod:`thresholds.stieltjes`.
 
 Below the bulk (z < left edge) alpha is positive definite and increasing in z, and
 dS/dz = -I - E[K alpha' K g^2]/delta is negative definite, so a negative outlier
@@ -38,10 +45,46 @@ from .errors import ConvergenceError, ThresholdsError
 
 
 @numba.njit(cache=True)
+def _solve_K(Ws, alpha, delta, Mt, K):
+    """K = (I + W alpha/delta)^{-1} W for one sample, in place in K (Mt is scratch): Gaussian
+    elimination with partial pivoting."""
+    m = Ws.shape[0]
+    for i in range(m):
+        for j in range(m):
+            acc = 0.0
+            for k in range(m):
+                acc += Ws[i, k] * alpha[k, j]
+            Mt[i, j] = (1.0 if i == j else 0.0) + acc / delta
+            K[i, j] = Ws[i, j]
+    for c in range(m):  # forward elimination with partial pivoting on [Mt | K]
+        p = c
+        for r in range(c + 1, m):
+            if abs(Mt[r, c]) > abs(Mt[p, c]):
+                p = r
+        if p != c:
+            for j in range(m):
+                Mt[c, j], Mt[p, j] = Mt[p, j], Mt[c, j]
+                K[c, j], K[p, j] = K[p, j], K[c, j]
+        piv = Mt[c, c]
+        for r in range(c + 1, m):
+            f = Mt[r, c] / piv
+            if f != 0.0:
+                for j in range(c, m):
+                    Mt[r, j] -= f * Mt[c, j]
+                for j in range(m):
+                    K[r, j] -= f * K[c, j]
+    for c in range(m - 1, -1, -1):
+        for j in range(m):
+            acc = K[c, j]
+            for k in range(c + 1, m):
+                acc -= Mt[c, k] * K[k, j]
+            K[c, j] = acc / Mt[c, c]
+
+
+@numba.njit(cache=True)
 def _moments(W, w, h, alpha, delta, want_kk):
     """One pass over the samples: E[K], E[K (x) K] (rows (i,k), columns (j,l): K_ij K_kl; only
-    when ``want_kk``) and E[K h], with K = (I + W alpha/delta)^{-1} W by Gaussian elimination
-    with partial pivoting per sample."""
+    when ``want_kk``) and E[K h], with K = (I + W alpha/delta)^{-1} W (``_solve_K``)."""
     n, m, _ = W.shape
     EK = np.zeros((m, m))
     EKh = np.zeros((m, m))
@@ -49,36 +92,7 @@ def _moments(W, w, h, alpha, delta, want_kk):
     Mt = np.empty((m, m))
     K = np.empty((m, m))
     for s in range(n):
-        for i in range(m):
-            for j in range(m):
-                acc = 0.0
-                for k in range(m):
-                    acc += W[s, i, k] * alpha[k, j]
-                Mt[i, j] = (1.0 if i == j else 0.0) + acc / delta
-                K[i, j] = W[s, i, j]
-        for c in range(m):  # forward elimination with partial pivoting on [Mt | K]
-            p = c
-            for r in range(c + 1, m):
-                if abs(Mt[r, c]) > abs(Mt[p, c]):
-                    p = r
-            if p != c:
-                for j in range(m):
-                    Mt[c, j], Mt[p, j] = Mt[p, j], Mt[c, j]
-                    K[c, j], K[p, j] = K[p, j], K[c, j]
-            piv = Mt[c, c]
-            for r in range(c + 1, m):
-                f = Mt[r, c] / piv
-                if f != 0.0:
-                    for j in range(c, m):
-                        Mt[r, j] -= f * Mt[c, j]
-                    for j in range(m):
-                        K[r, j] -= f * K[c, j]
-        for c in range(m - 1, -1, -1):
-            for j in range(m):
-                acc = K[c, j]
-                for k in range(c + 1, m):
-                    acc -= Mt[c, k] * K[k, j]
-                K[c, j] = acc / Mt[c, c]
+        _solve_K(W[s], alpha, delta, Mt, K)
         ws = w[s]
         for i in range(m):
             for j in range(m):
@@ -94,9 +108,32 @@ def _moments(W, w, h, alpha, delta, want_kk):
     return EK, EKK, EKh
 
 
+@numba.njit(cache=True)
+def _kron_moments(W, w, Mh, alpha, delta):
+    """E[K] and E[K (x) M] ((i a, j b) entry E[K_ij M_ab]) for r x r spike weights M = g_H g_H^T."""
+    n, m, _ = W.shape
+    r = Mh.shape[1]
+    EK = np.zeros((m, m))
+    EKM = np.zeros((m * r, m * r))
+    Mt = np.empty((m, m))
+    K = np.empty((m, m))
+    for s in range(n):
+        _solve_K(W[s], alpha, delta, Mt, K)
+        ws = w[s]
+        for i in range(m):
+            for j in range(m):
+                kij = ws * K[i, j]
+                EK[i, j] += kij
+                for a in range(r):
+                    for b in range(r):
+                        EKM[i * r + a, j * r + b] += kij * Mh[s, a, b]
+    return EK, EKM
+
+
 @dataclass
 class MatrixLaw:
-    """Weighted samples of (W, g_H^2): W shape (n, m, m) symmetric, h = g_H^2 shape (n,), w shape (n,)."""
+    """Weighted samples of (W, spike weight): W shape (n, m, m) symmetric, w shape (n,), and
+    h = g_H^2 shape (n,) for one hard direction or h = g_H g_H^T shape (n, r_H, r_H) for several."""
 
     W: np.ndarray
     h: np.ndarray
@@ -108,6 +145,9 @@ class MatrixLaw:
         self.w = np.asarray(self.w, dtype=float)
         if self.W.ndim != 3 or self.W.shape[1] != self.W.shape[2]:
             raise ThresholdsError("W must have shape (n, m, m)")
+        if self.h.shape[0] != self.W.shape[0] or self.h.ndim not in (1, 3) or (
+                self.h.ndim == 3 and self.h.shape[1] != self.h.shape[2]):
+            raise ThresholdsError("h must have shape (n,) or (n, r, r)")
         if not (np.all(np.isfinite(self.W)) and np.all(np.isfinite(self.h))):
             raise ThresholdsError("the weight law has non-finite samples")
         if not abs(self.w.sum() - 1) < 1e-6:
@@ -115,12 +155,20 @@ class MatrixLaw:
 
     @classmethod
     def from_samples(cls, W, g):
+        """Equal weights; g = g_H of shape (n,) (one hard direction) or (n, r_H)."""
         W = np.asarray(W, dtype=float)
-        return cls(W, np.asarray(g, dtype=float) ** 2, np.full(W.shape[0], 1.0 / W.shape[0]))
+        g = np.asarray(g, dtype=float)
+        h = g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)
+        return cls(W, h, np.full(W.shape[0], 1.0 / W.shape[0]))
 
     @property
     def m(self) -> int:
         return self.W.shape[1]
+
+    @property
+    def r(self) -> int:
+        """Number of hard directions r_H."""
+        return 1 if self.h.ndim == 1 else self.h.shape[1]
 
     def lower_bound(self, delta):
         """A z below the whole spectrum: H >= lambda_min(W) (1/n) sum x x^T and the
@@ -142,7 +190,7 @@ def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-1
     eye = np.eye(m)
     alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else alpha0.copy()
     for _ in range(maxiter):
-        EK, EKK, _ = _moments(law.W, law.w, law.h, alpha, delta, True)
+        EK, EKK, _ = _moments(law.W, law.w, law.w, alpha, delta, True)  # (third moment unused: any (n,) array)
         phi = -z * eye + EK
         try:
             inv = np.linalg.inv(phi)
@@ -240,9 +288,14 @@ def left_edge(law: MatrixLaw, delta: float, *, rtol=1e-10) -> LeftEdge:
 
 
 def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
-    """S = alpha^{-1} + E[K (g_H^2 - 1)] (equal to -z I + E[K g_H^2] on the branch)."""
-    EK, _, EKh = _moments(law.W, law.w, law.h, alpha, delta, False)
-    return _sym(np.linalg.inv(alpha) + EKh - EK)
+    """S = alpha^{-1} + E[K (g_H^2 - 1)] (equal to -z I + E[K g_H^2] on the branch); with r_H > 1
+    the (m r_H) x (m r_H) matrix alpha^{-1} (x) I + E[K (x) (g_H g_H^T - I)]."""
+    if law.h.ndim == 1:
+        EK, _, EKh = _moments(law.W, law.w, law.h, alpha, delta, False)
+        return _sym(np.linalg.inv(alpha) + EKh - EK)
+    EK, EKM = _kron_moments(law.W, law.w, law.h, alpha, delta)
+    eye = np.eye(law.r)
+    return _sym(np.kron(np.linalg.inv(alpha), eye) + EKM - np.kron(EK, eye))
 
 
 def _alpha_at_top(law, delta, edge):
@@ -321,5 +374,5 @@ def block_diagonal_law(law: MatrixLaw):
     m = law.m
     G = np.einsum("nii->ni", law.W).reshape(-1)
     w = np.repeat(law.w / m, m)
-    M = np.repeat(law.h, m)
+    M = np.repeat(law.h, m, axis=0)
     return WeightLaw.from_nodes(G, w, M, description="block-diagonal approximation (pooled diagonal of W)")
