@@ -82,38 +82,14 @@ def _solve_K(Ws, alpha, delta, Mt, K):
 
 
 @numba.njit(cache=True)
-def _moments(W, w, h, alpha, delta, want_kk):
+def _moments(W, w, Mh, alpha, delta, want_kk):
     """One pass over the samples: E[K], E[K (x) K] (rows (i,k), columns (j,l): K_ij K_kl; only
-    when ``want_kk``) and E[K h], with K = (I + W alpha/delta)^{-1} W (``_solve_K``)."""
-    n, m, _ = W.shape
-    EK = np.zeros((m, m))
-    EKh = np.zeros((m, m))
-    EKK = np.zeros((m * m, m * m))
-    Mt = np.empty((m, m))
-    K = np.empty((m, m))
-    for s in range(n):
-        _solve_K(W[s], alpha, delta, Mt, K)
-        ws = w[s]
-        for i in range(m):
-            for j in range(m):
-                EK[i, j] += ws * K[i, j]
-                EKh[i, j] += ws * h[s] * K[i, j]
-        if want_kk:
-            for i in range(m):
-                for k in range(m):
-                    for j in range(m):
-                        kij = ws * K[i, j]
-                        for l in range(m):
-                            EKK[i * m + k, j * m + l] += kij * K[k, l]
-    return EK, EKK, EKh
-
-
-@numba.njit(cache=True)
-def _kron_moments(W, w, Mh, alpha, delta):
-    """E[K] and E[K (x) M] ((i a, j b) entry E[K_ij M_ab]) for r x r spike weights M = g_H g_H^T."""
+    when ``want_kk``) and E[K (x) M] ((i a, j b) entry E[K_ij M_ab]) for the r x r spike weights
+    Mh (n, r, r) (r = 0: not computed), with K = (I + W alpha/delta)^{-1} W (``_solve_K``)."""
     n, m, _ = W.shape
     r = Mh.shape[1]
     EK = np.zeros((m, m))
+    EKK = np.zeros((m * m, m * m))
     EKM = np.zeros((m * r, m * r))
     Mt = np.empty((m, m))
     K = np.empty((m, m))
@@ -127,7 +103,14 @@ def _kron_moments(W, w, Mh, alpha, delta):
                 for a in range(r):
                     for b in range(r):
                         EKM[i * r + a, j * r + b] += kij * Mh[s, a, b]
-    return EK, EKM
+        if want_kk:
+            for i in range(m):
+                for k in range(m):
+                    for j in range(m):
+                        kij = ws * K[i, j]
+                        for l in range(m):
+                            EKK[i * m + k, j * m + l] += kij * K[k, l]
+    return EK, EKK, EKM
 
 
 @dataclass
@@ -178,6 +161,9 @@ class MatrixLaw:
         return min(low * scale, 0.0) - 1.0 - abs(low)
 
 
+_NO_SPIKE = np.zeros((1, 0, 0))  # r = 0: E[K (x) M] not wanted (Mh is indexed per sample only when r > 0)
+
+
 def _sym(a):
     return 0.5 * (a + a.T)
 
@@ -190,7 +176,7 @@ def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-1
     eye = np.eye(m)
     alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else alpha0.copy()
     for _ in range(maxiter):
-        EK, EKK, _ = _moments(law.W, law.w, law.w, alpha, delta, True)  # (third moment unused: any (n,) array)
+        EK, EKK, _ = _moments(law.W, law.w, _NO_SPIKE, alpha, delta, True)
         phi = -z * eye + EK
         try:
             inv = np.linalg.inv(phi)
@@ -290,10 +276,7 @@ def left_edge(law: MatrixLaw, delta: float, *, rtol=1e-10) -> LeftEdge:
 def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
     """S = alpha^{-1} + E[K (g_H^2 - 1)] (equal to -z I + E[K g_H^2] on the branch); with r_H > 1
     the (m r_H) x (m r_H) matrix alpha^{-1} (x) I + E[K (x) (g_H g_H^T - I)]."""
-    if law.h.ndim == 1:
-        EK, _, EKh = _moments(law.W, law.w, law.h, alpha, delta, False)
-        return _sym(np.linalg.inv(alpha) + EKh - EK)
-    EK, EKM = _kron_moments(law.W, law.w, law.h, alpha, delta)
+    EK, _, EKM = _moments(law.W, law.w, law.h if law.h.ndim == 3 else law.h[:, None, None], alpha, delta, False)
     eye = np.eye(law.r)
     return _sym(np.kron(np.linalg.inv(alpha), eye) + EKM - np.kron(EK, eye))
 
