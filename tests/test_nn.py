@@ -234,3 +234,18 @@ def test_setups_pickled_before_law_dtype_read_as_float64():
     assert legacy.law_dtype == "float64"
     from thresholds.nn import _cache_key
     assert "law_dtype" not in _cache_key(legacy)["nn"] and _cache_key(old)["nn"]["law_dtype"] == "float32"
+
+
+def test_run_stopped_at_the_transient_step_reproduces_the_full_run_there(tmp_path, monkeypatch):
+    # the transient refinement evaluates GD run only to its step: the data and the initialization are
+    # drawn before the first step, so the law (and the indicator) at that step is the full run's
+    from thresholds.dmft import checkpoints
+    from thresholds.nn import evaluate
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    setup = NNSetup("quad", eta=0.05, steps=64, law="gd", law_d=200, replicas=2)
+    full = evaluate(setup, 5.0, cache=False)
+    step = checkpoints(64)[1]
+    short = evaluate(replace(setup, steps=step), 5.0, cache=False, final_only=True)
+    assert short.steps == [step]
+    assert short.indicator[0] == pytest.approx(full.indicator[full.at(step)], rel=1e-12, abs=1e-14)
+    assert short.left_edge[0] == pytest.approx(full.left_edge[full.at(step)], rel=1e-12, abs=1e-14)

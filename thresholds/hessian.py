@@ -257,13 +257,14 @@ def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
 
 
 def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None,
-                       dtype: str = "float64") -> dict:
+                       dtype: str = "float64", final_only: bool = False) -> dict:
     """The same spectra with the law of (u, y, g_H) taken from finite-d GD restricted to the
     complement of the hard direction (THEORY section 3, the cross-check that needs no long DMFT):
     ``setup.replicas`` independent seeds at dimension ``d`` play the part of the replicas,
     each contributing its n = delta d training samples at every checkpoint; the d = inf
     spectral equations of section 4 are then applied to that empirical law.  ``dtype`` is the
-    storage of the simulator's data and weights (its sums are float64 either way)."""
+    storage of the simulator's data and weights (its sums are float64 either way).  With
+    ``final_only`` the spectrum is computed at the last step only (not at every checkpoint)."""
     from validation.simulate import GDSetup, run_gd
 
     from .catalog import get_link
@@ -272,7 +273,7 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
     act = _hessian_activation(setup)
     link = get_link(setup.link)
     hard = latent_split(link).hard  # rows; the latent coordinates are the first k axes of the simulator
-    steps = checkpoints(setup.steps)
+    steps = [setup.steps] if final_only else checkpoints(setup.steps)
     laws = {s: [] for s in steps}
     for r in range(setup.replicas):
         try:

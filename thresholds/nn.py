@@ -234,12 +234,15 @@ class NNResult:
 
 
 def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
-             outliers: str = "none") -> Evaluation:
+             outliers: str = "none", final_only: bool = False) -> Evaluation:
     """Hessian indicators at every checkpoint for one delta (one DMFT run or one set of GD runs); the outlier
-    positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for."""
+    positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for.  ``final_only``
+    (finite-d law): the indicators at the last step only."""
     from . import cache as _cache
     law_setup = {k: v for k, v in _setup_fields(setup).items() if k not in SEARCH_FIELDS}
     key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1}
+    if final_only and setup.law == "gd":
+        key["final_only"] = True
     if setup.law == "dmft":
         spectra = hessian_spectra(setup.dmft(delta), cache=cache, progress=progress, outliers=outliers)
     else:
@@ -247,7 +250,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
         if hit is not None:
             return hit
         spectra = hessian_spectra_gd(setup.dmft(delta), setup.law_d, outliers=outliers, progress=progress,
-                                     dtype=setup.law_dtype)
+                                     dtype=setup.law_dtype, final_only=final_only)
     steps = sorted(spectra)
     ev = Evaluation(float(delta), steps, [], [], [], [], [], [], [], [], [])
     for s in steps:
@@ -444,7 +447,8 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
         if delta in evals:
             return f(delta, step)
         if delta not in short:
-            short[delta] = evaluate(replace(setup, steps=step), delta, cache=cache, progress=progress)
+            short[delta] = evaluate(replace(setup, steps=step), delta, cache=cache, progress=progress,
+                                    final_only=True)
             if log:
                 ev = short[delta]
                 log(f"delta = {delta:.5g}, run to step {step}: indicator {ev.indicator[-1]:+.4f} +- "
