@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import sys
+from types import SimpleNamespace
 
 import click
 from rich.console import Console
@@ -614,15 +615,20 @@ def table_cmd(links, activations, widths, as_json, **kw):
     from thresholds.nn import cached_validation
 
     try:
-        width_list = [int(v) for v in widths.split(",") if v.strip()] if widths else [kw["width"]]
+        width_list = ([math.inf if v.strip().lower() == "inf" else int(v) for v in widths.split(",") if v.strip()]
+                      if widths else [kw["width"]])
     except ValueError:
-        abort(f"--widths {widths!r}: give comma-separated integers (m = inf is not computed)", 2)
+        abort(f"--widths {widths!r}: give comma-separated integers or 'inf'", 2)
     if not width_list or min(width_list) < 1:
-        abort("--widths needs integers >= 1", 2)
+        abort("--widths needs integers >= 1 (or inf)", 2)
     rows = []
     for link in [v.strip() for v in links.split(",") if v.strip()]:
         for act in [v.strip() for v in activations.split(",") if v.strip()]:
             for m in width_list:
+                if m == math.inf:  # a row that says so rather than an aborted table
+                    rows.append((SimpleNamespace(link=link, activation=act, m="inf"), None,
+                                 "m = inf: the mean-field limit is not computed (finite widths up to 64 are)"))
+                    continue
                 setup = replace(_nn_setup(act, link, kw), m=m)
                 setup.validate()
                 try:
@@ -636,8 +642,9 @@ def table_cmd(links, activations, widths, as_json, **kw):
                             {"link": st.link, "activation": st.activation, "m": st.m, "unsupported": v}
                             for st, r, v in rows]})
         return
-    table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(rows[0][0]).split(", ", 2)[2]
-                               if rows else "delta_NN"))
+    first = next((st for st, r, _ in rows if r is not None), None)
+    table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(first).split(", ", 2)[2]
+                               if first is not None else "delta_NN"))
     table.caption = "links with easy directions: delta_alg and delta_NN of the hard direction"
     for col in ("link", "activation", "m", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
                 "converged", "simulated"):
@@ -646,8 +653,9 @@ def table_cmd(links, activations, widths, as_json, **kw):
     for setup, r, v in rows:
         if r is None:
             from thresholds.alg import latent_split
-            table.add_row(setup.link, setup.activation, str(setup.m), "-",
-                          f"n/a (r_H = {latent_split(setup.link).hard.shape[0]})", "-", "-", "-", "-")
+            reason = ("n/a (m = inf)" if setup.m == "inf" else
+                      f"n/a (r_H = {latent_split(setup.link).hard.shape[0]})")
+            table.add_row(setup.link, setup.activation, str(setup.m), "-", reason, "-", "-", "-", "-")
             unsupported.append(v)
             continue
         tr = r.transient

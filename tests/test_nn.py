@@ -104,6 +104,15 @@ def test_table_and_grok_commands(tmp_path):
                                     "--law-d", "60", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
     assert [r["setup"]["m"] for r in json.loads(res.output)["rows"]] == [1, 2]
+    # m = inf (mean-field limit) is not computed: a row that says so, the other rows intact
+    res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "1,inf",
+                                    "--law-d", "60", *common, "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.output)["rows"]
+    assert rows[0]["setup"]["m"] == 1 and rows[1]["m"] == "inf" and "not computed" in rows[1]["unsupported"]
+    res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "inf",
+                                    *common], env=env)
+    assert res.exit_code == 0 and "n/a: m = inf: the mean-field limit is not computed" in res.output, res.output
     res = CliRunner().invoke(main, ["grok", "-a", "linear", "-l", "abs", "-d", "1.5", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)
