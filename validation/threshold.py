@@ -219,9 +219,10 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
              f"Setup: {', '.join(f'{k} = {v}' for k, v in st.items() if k != 'horizon')}.",
              "Horizon T(d) = ceil((t0 + c log d)/eta) steps: "
              + ", ".join(f"d = {d}: {t}" for d, t in st["horizon"].items()) + ".",
-             "Success: fraction of ||Theta||_F^2 in the hard subspace > 1/2 at the horizon (one neuron, "
-             "no easy direction: the squared cosine between theta and the latent subspace; easy "
-             "directions do not count) (unrestricted GD, fresh data and initialisation per trial).",
+             "Success: fraction of ||Theta||_F^2 in the hard subspace > 1/2 at the horizon (for one neuron "
+             "and a target without easy directions, the squared cosine between theta and the latent "
+             "subspace; easy directions do not count) (unrestricted GD, fresh data and initialisation per "
+             "trial).",
              "" if not result.interrupted else "**Interrupted: partial results.**", "",
              "| d | delta | successes / trials | rate | Wilson 95% |", "|---|---|---|---|---|"]
     for (d, delta), k in sorted(result.successes.items()):
