@@ -102,3 +102,20 @@ def test_hessian_probe_matches_finite_differences_for_two_neurons():
     probe = hessian_probe(X, y, Theta, "tanh", k=1, count=2)
     assert probe["lowest"][0][0] == pytest.approx(vals[0], abs=1e-6)
     assert probe["highest"][0][0] == pytest.approx(vals[-1], abs=1e-6)
+
+
+def test_tangent_of_the_gd_map_matches_finite_differences():
+    # validation/tangent_check propagates dG(Theta)[V]; central differences of G along V agree
+    from thresholds.catalog import get_activation
+    from validation.tangent_check import gradient, tangent
+    rng = np.random.default_rng(3)
+    X = rng.standard_normal((300, 40))
+    y = X[:, 0] ** 2
+    Th = rng.standard_normal((40, 2)) / np.sqrt(40)
+    Vs = rng.standard_normal((40, 2, 3))
+    fns = tuple(get_activation("gelu").numpy(k) for k in range(3))
+    eps = 1e-5
+    exact = tangent(Th, Vs, X, y, fns)
+    for k in range(3):
+        fd = (gradient(Th + eps * Vs[:, :, k], X, y, fns) - gradient(Th - eps * Vs[:, :, k], X, y, fns)) / (2 * eps)
+        assert np.allclose(exact[:, :, k], fd, rtol=1e-6, atol=1e-9)
