@@ -49,6 +49,24 @@ def _fd(row, d):
     return "-"
 
 
+SIM_REPORTS = {1: "threshold_gelu_pr_eta0.1", 2: "threshold_gelu_pr_eta0.1_m2", 4: "threshold_gelu_pr_eta0.1_m4"}
+
+
+def _sim_crossings(m):
+    """{d: (crossing, s.e.)} from the crossing table of the committed success-rate report at width m."""
+    path = OUT.parent / SIM_REPORTS.get(m, "-") / "report.md"
+    out = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            cells = [c.strip() for c in line.strip().strip("|").split("|")]
+            if len(cells) == 3 and cells[0].isdigit():
+                try:
+                    out[int(cells[0])] = (float(cells[1]), float(cells[2]))
+                except ValueError:
+                    pass
+    return out
+
+
 def report():
     done = _done()
     lines = ["# delta_NN versus width m (gelu, y = g^2)", "",
@@ -56,16 +74,18 @@ def report():
              "decay, square loss, mean-field step, horizon 400 steps; law from finite-d GD restricted to the "
              "complement, d = 500, 2 seeds; search to delta = 32 at 5%.", "",
              "| m | delta_NN (horizon) | t-curve converged | transient min_t delta_NN(t) | tail-clipped | "
-             "predicted finite-d threshold, d = 200 / 400 |",
-             "|---|---|---|---|---|---|"]
+             "predicted finite-d threshold, d = 200 / 400 | simulated crossing, d = 200 / 400 | law storage |",
+             "|---|---|---|---|---|---|---|---|"]
     pts = []
     for m in WIDTHS:
         r = done.get(m)
+        sim = _sim_crossings(m)
+        sim_text = " / ".join(f"{sim[d][0]:.3g} +- {sim[d][1]:.2g}" if d in sim else "-" for d in (200, 400))
         if r is None:
-            lines.append(f"| {m} | (not run) | | | | |")
+            lines.append(f"| {m} | (not run) | | | | | {sim_text} | |")
             continue
         if "error" in r:
-            lines.append(f"| {m} | error: {r['error']} | | | | |")
+            lines.append(f"| {m} | error: {r['error']} | | | | | {sim_text} | |")
             continue
         tr, cl = r["delta_nn_transient"], r["delta_nn_clipped"]
         val = f"> {r['search_max']:g}" if r["delta_nn"] == "inf" else \
@@ -74,7 +94,8 @@ def report():
                      + (f"{tr['value']:.3g} [{tr['low']:.3g}, {tr['high']:.3g}] (step {tr['step']})" if tr["found"]
                         else "none") + " | "
                      + (f"{cl['value']:.3g} [{cl['low']:.3g}, {cl['high']:.3g}]" if cl["found"] else "none") + " | "
-                     + " / ".join(_fd(r, d) for d in (200, 400)) + " |")
+                     + " / ".join(_fd(r, d) for d in (200, 400)) + f" | {sim_text} | "
+                     + r["setup"].get("law_dtype", "float64") + " |")
         if r["delta_nn"] != "inf":
             pts.append((m, r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"],
                         tr["value"] if tr["found"] else None))
@@ -86,11 +107,16 @@ def report():
         ax.errorbar(ms, v, yerr=[[a - b for a, b in zip(v, lo)], [b - a for a, b in zip(v, hi)]], fmt="o-",
                     capsize=3, label="delta_NN (horizon 400 steps)")
         ax.plot([m for m, t in zip(ms, tr) if t], [t for t in tr if t], "s--", label="transient min_t delta_NN(t)")
+        for d, style in ((200, "v:"), (400, "^:")):
+            sim = [(m, *_sim_crossings(m)[d]) for m in WIDTHS if d in _sim_crossings(m)]
+            if sim:
+                sm, sv, se = zip(*sim)
+                ax.errorbar(sm, sv, yerr=se, fmt=style, capsize=3, label=f"simulated GD crossing, d = {d}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("width m")
         ax.set_ylabel("delta")
         ax.legend(fontsize=8)
-        ax.set_title("gelu, y = g^2: delta_NN versus width", fontsize=9)
+        ax.set_title("gelu, y = g^2: delta_NN and simulated GD thresholds versus width", fontsize=9)
         _save(plt, fig, OUT / "delta_nn_vs_m.png")
         lines += ["", "![delta_NN versus m](delta_nn_vs_m.png)"]
     (OUT / "threshold.md").write_text("\n".join(lines) + "\n")
