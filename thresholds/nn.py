@@ -337,7 +337,8 @@ def first_crossing(vals, window: float = 1.25) -> Crossing:
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
 # fields a cached result may differ in when a caller accepts "the same setup" (cached_delta_nn any_search):
 # the search settings, and the storage precision of the finite-d law (float32 and float64 laws give the
-# same indicators to ~1e-5, far inside their Monte Carlo errors: tests/test_nn.py)
+# same indicators to ~1e-4, 0.14 s.e. next to the step-size stability limit, far inside their Monte Carlo
+# errors elsewhere: tests/test_nn.py, README)
 RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
 
 
