@@ -52,10 +52,12 @@ def tangent(Th, Vs, X, y, fns, a=1.0):
     U = X @ Th
     r = y - a * s0(U).mean(axis=1)
     S1, S2 = s1(U), s2(U)
-    XV = np.einsum("nd,dmk->nmk", X, Vs)                # x_i^T v_j for each tangent k
+    n, d = X.shape
+    m, k = Vs.shape[1], Vs.shape[2]
+    XV = (X @ Vs.reshape(d, m * k)).reshape(n, m, k)    # x_i^T v_j for each tangent k
     df = (a * S1[:, :, None] * XV).mean(axis=1)         # (n, k)
     inner = -df[:, None, :] * a * S1[:, :, None] + r[:, None, None] * a * S2[:, :, None] * XV
-    return np.einsum("nd,nmk->dmk", X, inner) / X.shape[0]
+    return (X.T @ inner.reshape(n, m * k)).reshape(d, m, k) / n
 
 
 def run(m: int, delta: float, seed: int, activation="gelu", link="phase_retrieval"):

@@ -17,10 +17,13 @@ also runs unrestricted GD to the same horizon T(d) = ceil((t0 + c log d)/eta) as
 Lambda_max >= log sqrt d, how many escape, and on how many runs the two agree.
 
     python -m validation.tangent_threshold        # writes validation/reports/width/tangent_threshold.md
+
+Rows are appended to tangent_threshold.jsonl as they finish; a rerun computes only the missing ones.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -32,6 +35,7 @@ from thresholds.catalog import get_activation, get_link
 from validation.tangent_check import gradient, tangent
 
 OUT = Path(__file__).parent / "reports" / "width" / "tangent_threshold.md"
+ROWS = OUT.with_suffix(".jsonl")
 SEEDS, T0, C = 6, 50.0, 10.0
 # (activation, link, eta, m, deltas): the grids of the committed success-rate reports
 CASES = (("gelu", "phase_retrieval", 0.1, 1, (6, 9, 12, 15)),
@@ -97,11 +101,21 @@ def main():
              "| link | m | d | delta | mean Lambda_max | mean Lambda(T) | log sqrt d | Lambda crit. | linear crit. | "
              "escaped | agree (Lambda / linear) |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
+    done = {}
+    if ROWS.exists():
+        for line in ROWS.read_text().splitlines():
+            row = json.loads(line)
+            done[json.dumps(row["key"])] = row["runs"]
     total = agree_max = agree_lin = 0
     for activation, link, eta, m, deltas in CASES:
         for d in DIMS:
             for delta in deltas:
-                res = [run(activation, link, eta, m, float(delta), d, s) for s in range(SEEDS)]
+                key = [activation, link, eta, m, d, float(delta), SEEDS]
+                res = done.get(json.dumps(key))
+                if res is None:
+                    res = [run(activation, link, eta, m, float(delta), d, s) for s in range(SEEDS)]
+                    with ROWS.open("a") as fh:
+                        fh.write(json.dumps({"key": key, "runs": res}) + "\n")
                 target = 0.5 * math.log(d)
                 by_max = [r[0] >= target for r in res]
                 by_lin = [r[2] > 0.5 for r in res]
