@@ -169,6 +169,10 @@ def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
     again = cached_delta_nn(wider, any_search=True)
     assert again is not None and again.setup.search_max == 2.0 and again.delta_nn == res.delta_nn
     assert "searched to 2 at rtol" in _nn_lines(again, [200])
+    # the law's storage precision is relaxed the same way (float32 and float64 laws agree far inside the errors)
+    f64 = replace(setup, law_dtype="float64")
+    assert cached_delta_nn(f64) is None
+    assert cached_delta_nn(f64, any_search=True).setup.law_dtype == "float32"
     assert cached_delta_nn(replace(setup, eta=0.3), any_search=True) is None
 
 
