@@ -70,11 +70,12 @@ def run(activation, link_name, eta, m, delta, d, seed):
     Dv = (theta0 - Th)[:, :, None]                     # linear response, started at the hard components
     lam_max = lam = frac_lin = 0.0
     for _ in range(steps):
-        Vs = Vs + eta * tangent(Th, Vs, X, y, fns)
+        dV = tangent(Th, np.concatenate([Vs, Dv], axis=2), X, y, fns)   # one pass for both
         G = gradient(Th, X, y, fns)
         source = G.copy()
         source[:k] = H.T @ (H @ G[:k])                 # P_H G: removed by the restricted step
-        Dv = Dv + eta * tangent(Th, Dv, X, y, fns) + eta * source[:, :, None]
+        Vs = Vs + eta * dV[:, :, :-1]
+        Dv = Dv + eta * dV[:, :, -1:] + eta * source[:, :, None]
         Th = Th + eta * G
         Th[:k] = E.T @ (E @ Th[:k])
         lin = Th + Dv[:, :, 0]
