@@ -34,7 +34,7 @@ from .catalog import get_activation
 from .dmft import DMFTSetup, solve_dmft
 from .errors import DivergenceError, UnsupportedError
 from .outlier import _negative_indicator, lowest_outlier, spectrum
-from .stieltjes import WeightLaw, bulk_edges
+from .stieltjes import WeightLaw, bulk_edges, spike_weight
 
 
 def hessian_weight(activation, a: float, b: float, u, y):
@@ -128,8 +128,7 @@ def _one_law(act, setup, delta, u, y, g, w, outliers=True):
     """Edges, negative indicator (plain and tail-clipped) and outliers of one replica's law,
     all for the Riemannian Hessian (shifted by -mu) when GD runs on the sphere."""
     G = hessian_weight(act, setup.a, setup.b, u, y)
-    g = np.asarray(g, dtype=float)
-    M = g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)  # r_H x r_H spike weights g_H g_H^T
+    M = spike_weight(g)  # g_H^2, or the r_H x r_H matrix g_H g_H^T
     mu = sphere_shift(act, setup, u, y, w) if setup.sphere else 0.0
     law = WeightLaw.from_nodes(G, w, M, description="Hessian weight")
     if outliers:
@@ -162,8 +161,7 @@ def _one_law_m(act, setup, delta, U, y, g, w, outliers=True):
     from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator
     W = hessian_weight_m(act, setup.a, setup.b, U, y)
     w = np.asarray(w, dtype=float)
-    g = np.asarray(g, dtype=float)
-    h = g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)  # (m r_H) x (m r_H) outlier matrix for r_H > 1
+    h = spike_weight(g)  # r_H > 1: the (m r_H) x (m r_H) outlier matrix
     law = MatrixLaw(W, h, w)
     edge = left_edge(law, delta)
     ind, _ = negative_indicator(law, delta, edge)

@@ -42,6 +42,13 @@ def _ratio(G, delta, alpha):
 HEAVY = 1e12  # one-sided E[G^2] above this is treated as infinite (unbounded support)
 
 
+def spike_weight(g):
+    """The spike weight of the hard directions per sample: g_H^2 for one (g of shape (n,)),
+    the r_H x r_H matrix g_H g_H^T for several (g of shape (n, r_H))."""
+    g = np.asarray(g, dtype=float)
+    return g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)
+
+
 @dataclass
 class WeightLaw:
     """Weighted nodes of the law of (G, E[g_H g_H^T | node]).

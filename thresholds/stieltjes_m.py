@@ -42,6 +42,7 @@ import numba
 import numpy as np
 
 from .errors import ConvergenceError, ThresholdsError
+from .stieltjes import spike_weight
 
 
 @numba.njit(cache=True)
@@ -140,9 +141,7 @@ class MatrixLaw:
     def from_samples(cls, W, g):
         """Equal weights; g = g_H of shape (n,) (one hard direction) or (n, r_H)."""
         W = np.asarray(W, dtype=float)
-        g = np.asarray(g, dtype=float)
-        h = g**2 if g.ndim == 1 else np.einsum("ni,nj->nij", g, g)
-        return cls(W, h, np.full(W.shape[0], 1.0 / W.shape[0]))
+        return cls(W, spike_weight(g), np.full(W.shape[0], 1.0 / W.shape[0]))
 
     @property
     def m(self) -> int:
