@@ -436,6 +436,27 @@ def _parse_range(text: str) -> list:
         raise click.BadParameter(f"{text!r}: use start:stop:step or a comma-separated list") from None
 
 
+class WidthType(click.ParamType):
+    """A width m: an integer in [1, 64], or "inf" (the m -> inf Hessian on a law of width --population)."""
+
+    name = "m"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            if value == math.inf or (value == int(value) and 1 <= value <= 64):
+                return value if value == math.inf else int(value)
+        text = str(value).strip().lower()
+        if text == "inf":
+            return math.inf
+        try:
+            m = int(text)
+        except ValueError:
+            m = 0
+        if not 1 <= m <= 64:
+            self.fail(f"{value!r}: give an integer from 1 to 64 or 'inf'", param, ctx)
+        return m
+
+
 def _nn_setup_options(func):
     """Setup options shared by nn, table and grok (defaults of thresholds.nn.NNSetup)."""
     opts = [
@@ -446,8 +467,12 @@ def _nn_setup_options(func):
         click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a."),
         click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b."),
         click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
-        click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
-                     help="Width: number of neurons (m > 1: m x m Stieltjes transform; not with --sphere)."),
+        click.option("--m", "width", default="1", show_default=True, type=WidthType(),
+                     help="Width: number of neurons (m > 1: m x m Stieltjes transform; not with --sphere), or "
+                     "'inf': the m -> inf limit of the Hessian on the first-phase law of width --population."),
+        click.option("--population", default=16, show_default=True, type=click.IntRange(2, 256),
+                     help="With --m inf: number of neurons of the finite-d law that stands in for the m -> inf "
+                     "population (the limit of the law itself is not taken; compare two values)."),
         click.option("--sphere", is_flag=True, help="Spherical GD: theta rescaled to ||theta|| = rho0 each step "
                      "(Hessian = Riemannian Hessian on the sphere)."),
         click.option("--law", type=click.Choice(["gd", "dmft"]), default="gd", show_default=True,
@@ -476,15 +501,17 @@ def _nn_setup_options(func):
 
 def _nn_setup(activation, link, kw):
     from thresholds.nn import NNSetup
+    wide = kw["width"] == math.inf
     return NNSetup(activation, link, eta=kw["eta"], steps=kw["steps"], a=kw["a_"], b=kw["b_"], rho0=kw["rho0"],
-                   weight_decay=kw["weight_decay"], m=kw["width"], sphere=kw["sphere"], law=kw["law"],
+                   weight_decay=kw["weight_decay"], m=kw["population"] if wide else kw["width"], mean_field=wide,
+                   sphere=kw["sphere"], law=kw["law"],
                    law_d=kw["law_d"], law_dtype=kw["law_dtype"],
                    paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
                    search_max=kw["search_max"], rtol=kw["rtol"])
 
 
 def _setup_line(setup) -> str:
-    return (f"sigma = {setup.activation}, y = {setup.link}, a = {setup.a:g}, b = {setup.b:g}, m = {setup.m}, "
+    return (f"sigma = {setup.activation}, y = {setup.link}, a = {setup.a:g}, b = {setup.b:g}, m = {setup.width}, "
             f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
             + ("spherical GD, " if setup.sphere else "")
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
@@ -607,29 +634,23 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
 def table_cmd(links, activations, widths, as_json, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
     simulated threshold when a validation of the same setup is cached."""
-    from dataclasses import replace
-
     from rich.markup import escape
 
     from thresholds.errors import UnsupportedError
     from thresholds.nn import cached_validation
 
     try:
-        width_list = ([math.inf if v.strip().lower() == "inf" else int(v) for v in widths.split(",") if v.strip()]
+        width_list = ([WidthType().convert(v, None, None) for v in widths.split(",") if v.strip()]
                       if widths else [kw["width"]])
-    except ValueError:
-        abort(f"--widths {widths!r}: give comma-separated integers or 'inf'", 2)
-    if not width_list or min(width_list) < 1:
-        abort("--widths needs integers >= 1 (or inf)", 2)
+    except click.BadParameter:
+        abort(f"--widths {widths!r}: give comma-separated integers from 1 to 64 or 'inf'", 2)
+    if not width_list:
+        abort("--widths needs at least one width", 2)
     rows = []
     for link in [v.strip() for v in links.split(",") if v.strip()]:
         for act in [v.strip() for v in activations.split(",") if v.strip()]:
             for m in width_list:
-                if m == math.inf:  # a row that says so rather than an aborted table
-                    rows.append((SimpleNamespace(link=link, activation=act, m="inf"), None,
-                                 "m = inf: the mean-field limit is not computed (finite widths up to 64 are)"))
-                    continue
-                setup = replace(_nn_setup(act, link, kw), m=m)
+                setup = _nn_setup(act, link, dict(kw, width=m))
                 setup.validate()
                 try:
                     res = _run_nn(setup, kw["no_cache"], quiet=True)
@@ -639,7 +660,7 @@ def table_cmd(links, activations, widths, as_json, **kw):
                 rows.append((setup, res, cached_validation(setup)))
     if as_json:
         emit_json({"rows": [dict(r.to_json(), simulated=v) if r is not None else
-                            {"link": st.link, "activation": st.activation, "m": st.m, "unsupported": v}
+                            {"link": st.link, "activation": st.activation, "m": st.width, "unsupported": v}
                             for st, r, v in rows]})
         return
     first = next((st for st, r, _ in rows if r is not None), None)
@@ -653,13 +674,12 @@ def table_cmd(links, activations, widths, as_json, **kw):
     for setup, r, v in rows:
         if r is None:
             from thresholds.alg import latent_split
-            reason = ("n/a (m = inf)" if setup.m == "inf" else
-                      f"n/a (r_H = {latent_split(setup.link).hard.shape[0]})")
-            table.add_row(setup.link, setup.activation, str(setup.m), "-", reason, "-", "-", "-", "-")
+            reason = f"n/a (r_H = {latent_split(setup.link).hard.shape[0]})"
+            table.add_row(setup.link, setup.activation, setup.width, "-", reason, "-", "-", "-", "-")
             unsupported.append(v)
             continue
         tr = r.transient
-        table.add_row(setup.link, setup.activation, str(setup.m), f"{r.delta_alg:.4g}",
+        table.add_row(setup.link, setup.activation, setup.width, f"{r.delta_alg:.4g}",
                       _interval(r.delta_nn, r.low, r.high, r.found, setup.search_max),
                       f"{r.ratio:.3g}" if r.found else "inf",
                       _interval(tr.value, tr.low, tr.high, tr.found, setup.search_max),

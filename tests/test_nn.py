@@ -104,15 +104,23 @@ def test_table_and_grok_commands(tmp_path):
                                     "--law-d", "60", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
     assert [r["setup"]["m"] for r in json.loads(res.output)["rows"]] == [1, 2]
-    # m = inf (mean-field limit) is not computed: a row that says so, the other rows intact
+    # m = inf: the m -> inf Hessian on a law of width --population (linear: sigma'' = 0, H >= 0, no outlier)
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "1,inf",
-                                    "--law-d", "60", *common, "--json"], env=env)
+                                    "--population", "4", "--law-d", "60", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
     rows = json.loads(res.output)["rows"]
-    assert rows[0]["setup"]["m"] == 1 and rows[1]["m"] == "inf" and "not computed" in rows[1]["unsupported"]
+    assert rows[0]["setup"]["m"] == 1 and not rows[0]["setup"]["mean_field"]
+    assert rows[1]["setup"]["m"] == 4 and rows[1]["setup"]["mean_field"] and rows[1]["delta_nn"] == "inf"
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "inf",
-                                    *common], env=env)
-    assert res.exit_code == 0 and "n/a: m = inf: the mean-field limit is not computed" in res.output, res.output
+                                    "--population", "4", "--law-d", "60", *common], env=env)
+    assert res.exit_code == 0 and "inf (law of width 4)" in res.output, res.output
+    for bad in ("0", "65", "two"):
+        res = CliRunner().invoke(main, ["table", "--widths", f"1,{bad}", *common], env=env)
+        assert res.exit_code == 2 and "Traceback" not in res.output and "--widths" in res.output, res.output
+    # the m -> inf limit of the DMFT is not built: one line, exit 2
+    res = CliRunner().invoke(main, ["nn", "-a", "gelu", "--m", "inf", "--law", "dmft"], env=env)
+    assert res.exit_code == 2 and "m = inf needs the finite-d law" in res.output and res.output.count("\n") <= 2, \
+        res.output
     res = CliRunner().invoke(main, ["grok", "-a", "linear", "-l", "abs", "-d", "1.5", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
     out = json.loads(res.output)

@@ -78,6 +78,7 @@ class HessianSpectrum:
     negative_indicator_clipped: float = math.nan
     negative_indicator_clipped_err: float = math.nan
     hard_z: list = field(default_factory=list)  # per replica: lowest hard outlier below 0 (nan: none)
+    sectors: tuple = ()  # m -> inf: (antisymmetric, s.e., symmetric, s.e.) indicators (thresholds.meanfield)
 
     @property
     def negative_outlier(self) -> bool | None:
@@ -172,8 +173,27 @@ def _one_law_m(act, setup, delta, U, y, g, w, outliers=True):
     return (edge.z, math.nan, ind, cind, found, z_low)
 
 
+def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True):
+    """``_one_law`` in the wide limit m -> inf (thresholds.meanfield), the m neurons of the law standing in
+    for the population: left edge of the pooled law of D, the larger of the two sectors' indicators (plain
+    and with D clipped from below at its pooled 1e-3 quantile), the lowest hard outlier of either sector,
+    and the sectors' indicators (antisymmetric, symmetric) as a 7th entry.  The right edge is not computed."""
+    from types import SimpleNamespace
+
+    from .meanfield import PopulationLaw, lowest_outlier as lowest_mf, sectors
+    law = PopulationLaw.from_samples(act, setup.a, setup.b, U, y, g, w)
+    res = sectors(law, delta)
+    floor = _clip_lower(law.D.reshape(-1), np.repeat(law.w / law.M, law.M), CLIP_QUANTILE).min()
+    clipped = sectors(PopulationLaw(np.maximum(law.D, floor), law.v, law.h, law.w), delta)
+    zs = [lowest_mf(law, delta, s, res) for s in ("antisymmetric", "symmetric")]
+    z_low = min((z for z in zs if np.isfinite(z)), default=math.nan)
+    found = [SimpleNamespace(side="left", z=z_low, overlap2=math.nan)] if outliers and np.isfinite(z_low) else []
+    return (res.left_edge, math.nan, res.indicator, clipped.indicator, found, z_low,
+            (res.antisymmetric, res.symmetric))
+
+
 def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
-    lefts, rights, indicators, clipped, found, z_low = zip(*per_replica)
+    lefts, rights, indicators, clipped, found, z_low = zip(*(p[:6] for p in per_replica))
     left, left_se = _mean_se(lefts)
     right, right_se = _mean_se(rights)
     ind, ind_se = _mean_se(indicators)
@@ -196,9 +216,12 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
     if not settled:
         notes.append("left bulk edge below 0: negative curvature in bulk directions, the first phase has not "
                      "settled at this step (not a threshold)")
+    sectors = ()
+    if all(len(p) > 6 for p in per_replica):  # m -> inf: (antisymmetric, symmetric) indicators
+        sectors = tuple(v for k in range(2) for v in _mean_se([p[6][k] for p in per_replica]))
     return HessianSpectrum(setup, left, left_se, right, right_se, settled, ind, ind_se, outliers, notes,
                            step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se,
-                           hard_z=list(z_low))
+                           hard_z=list(z_low), sectors=sectors)
 
 
 def _hessian_activation(setup: DMFTSetup):
@@ -241,12 +264,13 @@ def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outl
                                  for step, us in snaps.items()}, outliers)
 
 
-def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
-    """step -> HessianSpectrum from the per-replica laws [(u, y, g, w)] of every step."""
+def _spectra(act, setup, laws_by_step, outliers, law_note=None, mean_field=False) -> dict:
+    """step -> HessianSpectrum from the per-replica laws [(u, y, g, w)] of every step; ``mean_field``: the
+    m -> inf sector equations on a law of width m >= 2 (``_one_law_mf``)."""
     out = {}
     for step in sorted(laws_by_step):
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
-        one = _one_law if setup.m == 1 else _one_law_m
+        one = _one_law_mf if mean_field else _one_law if setup.m == 1 else _one_law_m
         per = [one(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws_by_step[step]]
         out[step] = _aggregate(setup, per, step)
         if law_note:
@@ -255,14 +279,16 @@ def _spectra(act, setup, laws_by_step, outliers, law_note=None) -> dict:
 
 
 def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None,
-                       dtype: str = "float64", final_only: bool = False) -> dict:
+                       dtype: str = "float64", final_only: bool = False, mean_field: bool = False) -> dict:
     """The same spectra with the law of (u, y, g_H) taken from finite-d GD restricted to the
     complement of the hard direction (THEORY section 3, the cross-check that needs no long DMFT):
     ``setup.replicas`` independent seeds at dimension ``d`` play the part of the replicas,
     each contributing its n = delta d training samples at every checkpoint; the d = inf
     spectral equations of section 4 are then applied to that empirical law.  ``dtype`` is the
     storage of the simulator's data and weights (its sums are float64 either way).  With
-    ``final_only`` the spectrum is computed at the last step only (not at every checkpoint)."""
+    ``final_only`` the spectrum is computed at the last step only (not at every checkpoint).  With
+    ``mean_field`` the Hessian is that of the wide limit m -> inf (thresholds.meanfield), the setup's m
+    neurons standing in for the population."""
     from validation.simulate import GDSetup, run_gd
 
     from .catalog import get_link
@@ -294,7 +320,8 @@ def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", pro
             u = run.snapshots[s].astype(float)
             laws[s].append((u[:, 0] if setup.m == 1 else u, y, g, w))
     return _spectra(act, setup, laws, outliers, f"law: empirical law of finite-d GD restricted to the "
-                    f"complement, d = {d}, {setup.replicas} seeds, {dtype} data (mean +- s.e.)")
+                    f"complement, d = {d}, {setup.replicas} seeds, {dtype} data (mean +- s.e.)"
+                    + (f"; m -> inf Hessian on the law of width {setup.m}" if mean_field else ""), mean_field)
 
 
 def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:

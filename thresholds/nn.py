@@ -98,6 +98,7 @@ class NNSetup:
     loss: str = "square"
     m: int = 1
     sphere: bool = False
+    mean_field: bool = False  # m = inf: the m -> inf Hessian (thresholds.meanfield) on the law of width m
     law: str = "gd"          # "gd": law of (u, y, g) from finite-d GD (replicas = seeds); "dmft" (README)
     law_d: int = 1000        # dimension of the "gd" law
     law_dtype: str = "float32"  # storage of the "gd" law's data (accumulations are float64; README)
@@ -110,7 +111,13 @@ class NNSetup:
 
     def __setstate__(self, state):
         state.setdefault("law_dtype", "float64")  # pickled before the field existed: float64 laws
+        state.setdefault("mean_field", False)
         self.__dict__.update(state)
+
+    @property
+    def width(self) -> str:
+        """The network width as printed: the integer m, or "inf (law of width m)" with ``mean_field``."""
+        return f"inf (law of width {self.m})" if self.mean_field else str(self.m)
 
     def dmft(self, delta: float) -> DMFTSetup:
         return DMFTSetup(self.activation, self.link, float(delta), self.eta, int(self.steps), a=self.a, b=self.b,
@@ -122,6 +129,9 @@ class NNSetup:
         self.dmft(1.0).validate()
         if self.m != 1 and self.sphere:
             raise UnsupportedError("delta_NN of spherical GD covers m = 1")
+        if self.mean_field and (self.law != "gd" or self.m < 2):
+            raise UnsupportedError("m = inf needs the finite-d law (--law gd) of a population of width >= 2 "
+                                   "(the DMFT of the m -> inf limit is not built)")
         if self.law not in ("dmft", "gd"):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
         if self.law_dtype not in ("float32", "float64"):
@@ -150,6 +160,7 @@ class Evaluation:
     outlier_z_err: list
     overlap2: list
     hard_z: list = field(default_factory=list)  # per checkpoint: per-replica lowest negative hard outlier
+    sectors: tuple = ()  # m = inf, per checkpoint: (antisymmetric, s.e., symmetric, s.e.) indicators
 
     def at(self, step):
         return self.steps.index(step)
@@ -250,7 +261,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
         if hit is not None:
             return hit
         spectra = hessian_spectra_gd(setup.dmft(delta), setup.law_d, outliers=outliers, progress=progress,
-                                     dtype=setup.law_dtype, final_only=final_only)
+                                     dtype=setup.law_dtype, final_only=final_only, mean_field=setup.mean_field)
     steps = sorted(spectra)
     ev = Evaluation(float(delta), steps, [], [], [], [], [], [], [], [], [])
     for s in steps:
@@ -268,6 +279,8 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
         ev.outlier_z_err.append(float(zs[has].std(ddof=1) / math.sqrt(has.sum())) if has.sum() > 1 else math.nan)
         ev.overlap2.append(left[0]["overlap2"] if left else math.nan)
         ev.hard_z.append([float(z) for z in zs])
+        if h.sectors:
+            ev.sectors += (tuple(float(v) for v in h.sectors),)
     if setup.law == "gd" and cache:
         _cache.store("nn-eval", key, ev)
     return ev
@@ -348,6 +361,8 @@ def _setup_fields(setup: NNSetup) -> dict:
     out = asdict(setup)
     if out["law_dtype"] == "float64":
         del out["law_dtype"]
+    if not out["mean_field"]:  # finite widths keep the keys they had before m = inf existed
+        del out["mean_field"]
     return out
 
 
@@ -508,6 +523,11 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
                          f"by more than 2 s.e. between {half_setup.paths} and {setup.paths} paths from step "
                          f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); the law of the "
                          "sources back-end carries a bias that grows with t (README); use more paths or --law gd")
+    if setup.mean_field and ref.sectors:
+        aa, ae, ss, se = ref.sectors[i]
+        notes.append(f"m = inf (Hessian of the m -> inf limit on the first-phase law of width {setup.m}): at delta = "
+                     f"{ref.delta:.4g} the antisymmetric sector's indicator is {aa:+.4f} +- {ae:.4f}, the symmetric "
+                     f"sector's {ss:+.4f} +- {se:.4f} (> 0: negative hard outlier; thresholds.meanfield)")
     if below:
         notes.append(f"negative hard outlier already at the lower end of the search ({lo:.4g}): delta_NN <= {lo:.4g}")
     if not main.found:
@@ -619,9 +639,9 @@ def store_validation(setup: NNSetup, value: float, error: float, report: str) ->
 
 
 def cached_validation(setup: NNSetup):
-    """The recorded finite-d crossing for this setup, or None."""
+    """The recorded finite-d crossing for this setup, or None (always for m = inf: nothing simulates it)."""
     from . import cache as _cache
-    return _cache.load("validation", _validation_key(setup))
+    return None if setup.mean_field else _cache.load("validation", _validation_key(setup))
 
 
 def parse_scan(text: str):
