@@ -90,3 +90,6 @@ def test_nn_evaluation_at_m_inf(tmp_path, monkeypatch):
     for bad in (NNSetup("gelu", m=4, mean_field=True, law="dmft"), NNSetup("gelu", m=1, mean_field=True)):
         with pytest.raises(UnsupportedError):
             bad.validate()
+    from thresholds.nn import escape_times
+    with pytest.raises(UnsupportedError, match="grok covers finite widths"):
+        escape_times(setup, 6.0, [1000])

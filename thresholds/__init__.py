@@ -14,6 +14,7 @@ Public surface (one concept per module):
 * :func:`spectral` - preprocessed spectral estimators of a link (``spectral``)
 * :class:`DMFTSetup`, :func:`solve_dmft` - DMFT of the first phase of GD (``dmft``)
 * :func:`hessian_spectrum`, :func:`hessian_weight` - Hessian after the first phase (``hessian``)
+* :class:`PopulationLaw`, :func:`sectors` - its hard outliers in the wide limit m -> inf (``meanfield``)
 * :class:`InverseBranches` (``branches``), :class:`LevelSetGram` (``levelset``) -
   conditional moments on level sets of a link
 * errors: :class:`ThresholdsError` and subclasses (``errors``)
@@ -31,6 +32,7 @@ from .hessian import HessianSpectrum, hessian_spectrum, hessian_weight
 from .hermite import (HermiteCoefficient, activation_hermite, hermite_coefficients,
                       information_exponent, link_hermite)
 from .levelset import LevelSetGram
+from .meanfield import PopulationLaw, sectors
 from .outlier import spectrum, spike_threshold
 from .spectral import spectral, spectral_density
 from .stieltjes import WeightLaw, bulk_edges, density, stieltjes
@@ -43,5 +45,5 @@ __all__ = [
     "get_link", "hermite_coefficients", "information_exponent", "link_hermite", "link_names",
     "parse_expression", "spectral", "spectral_density", "spectrum", "spike_threshold", "WeightLaw",
     "bulk_edges", "density", "stieltjes", "DMFTResult", "DMFTSetup", "solve_dmft", "HessianSpectrum",
-    "hessian_spectrum", "hessian_weight",
+    "hessian_spectrum", "hessian_weight", "PopulationLaw", "sectors",
 ]

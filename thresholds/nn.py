@@ -575,6 +575,9 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
     """Predicted escape (grokking) step for each d (module docstring), with the DMFT
     train/test loss curves of the first phase."""
     from .dmft import solve_dmft
+    if setup.mean_field:
+        raise UnsupportedError("grok covers finite widths (its loss curves come from the DMFT, whose m -> inf "
+                               "limit is not built); use --m with an integer")
     ev = evaluate(setup, delta, cache=cache, progress=progress, outliers="final")
     res = solve_dmft(setup.dmft(delta), cache=cache)
     i = ev.at(int(setup.steps))

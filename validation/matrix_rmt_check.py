@@ -34,14 +34,22 @@ def _gelu(x, order):
     return (x * Phi, Phi + x * phi, phi * (2 - x**2))[order]
 
 
-def draw(n, m, rng):
+def draw_population(n, m, rng):
+    """(D, v, g): W = diag(D) + v v^T / m per sample (thresholds.meanfield), D_j = -(y - f) sigma''_j,
+    v_j = sigma'_j."""
     cov = 1.2 * (0.7 * np.eye(m) + 0.3 * np.ones((m, m)))
     u = rng.multivariate_normal(np.zeros(m), cov, size=n)
     g = rng.standard_normal(n)
     y = np.minimum(g**2, 5.0)
     f = _gelu(u, 0).mean(axis=1)
-    s1, s2 = _gelu(u, 1), _gelu(u, 2)
-    W = np.einsum("ni,nj->nij", s1, s1) / m - np.einsum("n,ni,ij->nij", y - f, s2, np.eye(m))
+    return -(y - f)[:, None] * _gelu(u, 2), _gelu(u, 1), g
+
+
+def draw(n, m, rng):
+    D, v, g = draw_population(n, m, rng)
+    m = D.shape[1]
+    W = np.einsum("ni,nj->nij", v, v) / m
+    W[:, np.arange(m), np.arange(m)] += D
     return W, g
 
 

@@ -2,7 +2,9 @@
 
 Same setup as the default row of validation/conventions.py (eta = 0.1, 400 steps, law of
 (u, y, g) from finite-d GD restricted to the complement at d = 500 with 2 seeds, search
-to delta = 32 at 5%), for m = 1, 2, 4; m > 1 uses the m x m Stieltjes engine.  Results
+to delta = 32 at 5%), for m = 1, 2, 4; m > 1 uses the m x m Stieltjes engine.  m = inf uses
+the m -> inf sector equations (thresholds.meanfield) on first-phase laws of width M = 8, 16, 32
+(the law's own limit is not taken: the three show how far it is), searched to delta = 64.  Results
 are appended to validation/reports/width/threshold.jsonl (resumable), then the table and
 the figure delta_NN(m) are written.
 
@@ -23,6 +25,14 @@ from validation.conventions import append_delta_nn_row
 OUT = Path(__file__).parent / "reports" / "width"
 BASE = NNSetup("gelu", eta=0.1, steps=400, search_max=32.0, law="gd", law_d=500, replicas=2, rtol=0.05)
 WIDTHS = (1, 2, 4)
+POPULATIONS = (8, 16, 32)  # m = inf: widths of the law standing in for the population
+
+
+def _keys():
+    """(key of the jsonl row, setup, label) for every row of the table."""
+    rows = [(m, replace(BASE, m=m), f"m = {m}") for m in WIDTHS]
+    return rows + [(f"inf-{M}", replace(BASE, m=M, mean_field=True, search_max=64.0), f"m = inf (law of width {M})")
+                   for M in POPULATIONS]
 
 
 def _done():
@@ -35,10 +45,10 @@ def _done():
 def run():
     OUT.mkdir(parents=True, exist_ok=True)
     done = _done()
-    for m in WIDTHS:
-        if m in done:
+    for key, setup, label in _keys():
+        if key in done:
             continue
-        append_delta_nn_row(OUT / "threshold.jsonl", replace(BASE, m=m), f"m = {m}", {"m": m})
+        append_delta_nn_row(OUT / "threshold.jsonl", setup, label, {"m": key})
 
 
 def _fd(row, d):
@@ -76,27 +86,29 @@ def report():
              "| m | delta_NN (horizon) | t-curve converged | transient min_t delta_NN(t) | tail-clipped | "
              "predicted finite-d threshold, d = 200 / 400 | simulated crossing, d = 200 / 400 | law storage |",
              "|---|---|---|---|---|---|---|---|"]
-    pts = []
-    for m in WIDTHS:
+    pts, wide = [], []
+    for m, _, label in _keys():
         r = done.get(m)
         sim = _sim_crossings(m)
         sim_text = " / ".join(f"{sim[d][0]:.3g} +- {sim[d][1]:.2g}" if d in sim else "-" for d in (200, 400))
         if r is None:
-            lines.append(f"| {m} | (not run) | | | | | {sim_text} | |")
+            lines.append(f"| {label[4:]} | (not run) | | | | | {sim_text} | |")
             continue
         if "error" in r:
-            lines.append(f"| {m} | error: {r['error']} | | | | | {sim_text} | |")
+            lines.append(f"| {label[4:]} | error: {r['error']} | | | | | {sim_text} | |")
             continue
         tr, cl = r["delta_nn_transient"], r["delta_nn_clipped"]
         val = f"> {r['search_max']:g}" if r["delta_nn"] == "inf" else \
             f"{r['delta_nn']:.3g} [{r['delta_nn_low']:.3g}, {r['delta_nn_high']:.3g}]"
-        lines.append(f"| {m} | {val} | {'yes' if r['converged'] else 'no'} | "
+        lines.append(f"| {label[4:]} | {val} | {'yes' if r['converged'] else 'no'} | "
                      + (f"{tr['value']:.3g} [{tr['low']:.3g}, {tr['high']:.3g}] (step {tr['step']})" if tr["found"]
                         else "none") + " | "
                      + (f"{cl['value']:.3g} [{cl['low']:.3g}, {cl['high']:.3g}]" if cl["found"] else "none") + " | "
                      + " / ".join(_fd(r, d) for d in (200, 400)) + f" | {sim_text} | "
                      + r["setup"].get("law_dtype", "float64") + " |")
-        if r["delta_nn"] != "inf":
+        if r["delta_nn"] != "inf" and isinstance(m, str):
+            wide.append((label, r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"]))
+        elif r["delta_nn"] != "inf":
             pts.append((m, r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"],
                         tr["value"] if tr["found"] else None))
     if pts:
@@ -112,6 +124,9 @@ def report():
             if sim:
                 sm, sv, se = zip(*sim)
                 ax.errorbar(sm, sv, yerr=se, fmt=style, capsize=3, label=f"simulated GD crossing, d = {d}")
+        for (label, v, lo, hi), color in zip(wide, ("0.75", "0.6", "0.45")):
+            ax.axhspan(lo, hi, color=color, alpha=0.35, lw=0)
+            ax.axhline(v, color=color, lw=1, label=f"delta_NN, {label}")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("width m")
         ax.set_ylabel("delta")
