@@ -93,3 +93,16 @@ def test_nn_evaluation_at_m_inf(tmp_path, monkeypatch):
     from thresholds.nn import escape_times
     with pytest.raises(UnsupportedError, match="grok covers finite widths"):
         escape_times(setup, 6.0, [1000])
+
+
+def test_population_law_rejects_bad_input():
+    from thresholds.errors import DivergenceError, ThresholdsError
+    D, v, g, w = np.zeros((5, 3)), np.ones((5, 3)), np.ones(5), np.full(5, 0.2)
+    with pytest.raises(DivergenceError, match="non-finite"):
+        PopulationLaw(D, np.where(D == 0, np.nan, v), g, w)
+    with pytest.raises(ThresholdsError, match="sum to 1"):
+        PopulationLaw(D, v, g, w * 2)
+    with pytest.raises(ThresholdsError, match="at least 2 neurons"):
+        PopulationLaw(D[:, :1], v[:, :1], g, w)
+    with pytest.raises(ThresholdsError, match="must be"):
+        PopulationLaw(D, v[:, :2], g, w)

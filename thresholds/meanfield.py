@@ -53,7 +53,7 @@ from functools import cached_property
 import numpy as np
 from scipy import optimize
 
-from .errors import ConvergenceError, ThresholdsError
+from .errors import ConvergenceError, DivergenceError, ThresholdsError
 from .outlier import S_matrix as scalar_S, _alpha_at_level
 from .stieltjes import WeightLaw, bulk_edges, spike_weight, z_of_alpha
 
@@ -87,6 +87,10 @@ class PopulationLaw:
             raise ThresholdsError("population law: D, v must be (n, M), h (n,) or (n, r, r), w (n,)")
         if self.D.shape[1] < 2:
             raise ThresholdsError("population law: the m -> inf sectors need at least 2 neurons per sample")
+        if not all(np.all(np.isfinite(x)) for x in (self.D, self.v, self.h)):
+            raise DivergenceError("population law has non-finite samples (the first phase diverged?)")
+        if not abs(self.w.sum() - 1) < 1e-6:
+            raise ThresholdsError("weights of the population law must sum to 1")
 
     @classmethod
     def from_samples(cls, act, a, b, U, y, g, w=None):

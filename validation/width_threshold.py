@@ -59,7 +59,8 @@ def _fd(row, d):
     return "-"
 
 
-SIM_REPORTS = {1: "threshold_gelu_pr_eta0.1", 2: "threshold_gelu_pr_eta0.1_m2", 4: "threshold_gelu_pr_eta0.1_m4"}
+SIM_REPORTS = {1: "threshold_gelu_pr_eta0.1", 2: "threshold_gelu_pr_eta0.1_m2", 4: "threshold_gelu_pr_eta0.1_m4",
+               16: "threshold_gelu_pr_eta0.1_m16"}
 
 
 def _sim_crossings(m):
@@ -111,6 +112,11 @@ def report():
         elif r["delta_nn"] != "inf":
             pts.append((m, r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"],
                         tr["value"] if tr["found"] else None))
+    for m in sorted(set(SIM_REPORTS) - set(WIDTHS)):  # simulated only
+        sim = _sim_crossings(m)
+        sim_text = " / ".join(f"{sim[d][0]:.3g} +- {sim[d][1]:.2g}" if d in sim else "-" for d in (200, 400))
+        lines.append(f"| {m} | not computed (the m x m engine costs m^4 per sample and Newton step) | | | | | "
+                     f"{sim_text} | |")
     if pts:
         from thresholds.plots import _pyplot, _save
         plt = _pyplot()
@@ -120,7 +126,7 @@ def report():
                     capsize=3, label="delta_NN (horizon 400 steps)")
         ax.plot([m for m, t in zip(ms, tr) if t], [t for t in tr if t], "s--", label="transient min_t delta_NN(t)")
         for d, style in ((200, "v:"), (400, "^:")):
-            sim = [(m, *_sim_crossings(m)[d]) for m in WIDTHS if d in _sim_crossings(m)]
+            sim = [(m, *_sim_crossings(m)[d]) for m in sorted(SIM_REPORTS) if d in _sim_crossings(m)]
             if sim:
                 sm, sv, se = zip(*sim)
                 ax.errorbar(sm, sv, yerr=se, fmt=style, capsize=3, label=f"simulated GD crossing, d = {d}")
