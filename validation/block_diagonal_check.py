@@ -39,7 +39,7 @@ def main():
     for m in WIDTHS + (64,):
         state = rng.bit_generator.state
         pop = draw_population(50_000, m, rng)
-        wide = _wide(PopulationLaw(pop[0], pop[1], pop[2] ** 2, np.full(pop[2].size, 1 / pop[2].size)))
+        wide = _wide(*pop)
         if m == 64:
             lines.append(f"| inf (64 neurons) | | | | | | | | {wide} |")
             print(lines[-1], flush=True)
@@ -59,10 +59,11 @@ def main():
     (OUT / "block_diagonal.md").write_text("\n".join(lines) + "\n")
 
 
-def _wide(law):
+def _wide(D, v, g):
     """Cells: left edge, antisymmetric z*, symmetric indicator from the m -> inf sector equations (m >= 2)."""
-    if law.M < 2:
+    if D.shape[1] < 2:
         return "- | - | -"
+    law = PopulationLaw(D, v, g**2, np.full(g.size, 1 / g.size))
     res = sectors(law, DELTA)
     return f"{res.left_edge:.4f} | {lowest_outlier(law, DELTA, 'antisymmetric', res):.4f} | {res.symmetric:+.4f}"
 
