@@ -528,6 +528,10 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None) -> 
         notes.append(f"m = inf (Hessian of the m -> inf limit on the first-phase law of width {setup.m}): at delta = "
                      f"{ref.delta:.4g} the antisymmetric sector's indicator is {aa:+.4f} +- {ae:.4f}, the symmetric "
                      f"sector's {ss:+.4f} +- {se:.4f} (> 0: negative hard outlier; thresholds.meanfield)")
+        notes.append(f"m = inf: the law's own m -> inf limit is not taken; its {setup.m} neurons hold {setup.m} d "
+                     f"parameters against n = {ref.delta:.3g} d samples" + (" (fewer: the first phase is not in "
+                     "its wide regime)" if setup.m < ref.delta else "") + "; compare --population values "
+                     "(validation/reports/width/threshold.md)")
     if below:
         notes.append(f"negative hard outlier already at the lower end of the search ({lo:.4g}): delta_NN <= {lo:.4g}")
     if not main.found:
