@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from types import SimpleNamespace
 
 import click
 from rich.console import Console
