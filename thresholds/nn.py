@@ -1,5 +1,7 @@
 """delta_NN: the sample ratio at which the Hessian reached by the first phase of GD
-has a negative outlier along the hard direction (THEORY sections 4-5), m = 1.
+has a negative outlier along the hard direction (THEORY sections 4-5), for any width m
+(m = 1: scalar equations; m > 1: the m x m engine, thresholds.stieltjes_m; m = inf: the
+sector equations of thresholds.meanfield on a law of finite width).
 
 For each delta the law of (u, y, g) after the first phase is obtained either
 from finite-d GD restricted to the complement of theta_* (``law = "gd"``, the
