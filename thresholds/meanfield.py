@@ -207,7 +207,8 @@ def sectors(law: PopulationLaw, delta: float) -> SectorResult:
 
 def lowest_outlier(law: PopulationLaw, delta: float, sector: str, res: SectorResult | None = None) -> float:
     """z* of the lowest negative hard outlier of ``sector`` ("antisymmetric" or "symmetric"; nan when none):
-    the root in alpha_1 of the sector's lowest eigenvalue of S (increasing from +inf at alpha_1 -> 0+)."""
+    the root in alpha_1 of the sector's lowest eigenvalue of S, which falls from +inf at alpha_1 -> 0+ (z -> -inf)
+    to minus the indicator at the top of the branch (Brent).  The overlap^2 is not computed at m = inf."""
     res = res or sectors(law, delta)
     if not getattr(res, sector) > 0:
         return math.nan
