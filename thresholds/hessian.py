@@ -183,7 +183,7 @@ def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True):
     from .meanfield import PopulationLaw, lowest_outlier as lowest_mf, sectors
     law = PopulationLaw.from_samples(act, setup.a, setup.b, U, y, g, w)
     res = sectors(law, delta)
-    floor = _clip_lower(law.D.reshape(-1), np.repeat(law.w / law.M, law.M), CLIP_QUANTILE).min()
+    floor = _clip_lower(law.pooled.G, law.pooled.w, CLIP_QUANTILE).min()
     clipped = sectors(PopulationLaw(np.maximum(law.D, floor), law.v, law.h, law.w), delta)
     zs = [lowest_mf(law, delta, s, res) for s in ("antisymmetric", "symmetric")]
     z_low = min((z for z in zs if np.isfinite(z)), default=math.nan)

@@ -109,9 +109,8 @@ class PopulationLaw:
     @cached_property
     def pooled(self) -> WeightLaw:
         """The law of D pooled over neurons: the scalar law of the bulk and of the antisymmetric sector."""
-        M = self.M
-        return WeightLaw.from_nodes(self.D.reshape(-1), np.repeat(self.w / M, M), np.repeat(self.h, M, axis=0),
-                                    description=f"m -> inf: D = -(y - f) a sigma'' pooled over {M} neurons")
+        return WeightLaw.pooled(self.D, self.w, self.h,
+                                description=f"m -> inf: D = -(y - f) a sigma'' pooled over {self.M} neurons")
 
 
 def kappa_sym(D, v, alpha1: float, alpha2: float, delta: float):

@@ -123,6 +123,15 @@ class WeightLaw:
             hi = max(hi, bounds[1])
         return cls(G, w, M, lo, hi, description, mp_nodes, setup or {})
 
+    @classmethod
+    def pooled(cls, G, w, M, *, description):
+        """Law of per-neuron weights G (n, m) pooled over the m neurons of each sample: node (i, j) has
+        weight w_i / m and the spike weight M_i of its sample (exchangeable neurons share one law)."""
+        G = np.asarray(G, dtype=float)
+        m = G.shape[1]
+        return cls.from_nodes(G.reshape(-1), np.repeat(np.asarray(w) / m, m), np.repeat(M, m, axis=0),
+                              description=description)
+
     # --- moments ----------------------------------------------------------
     def moments(self, alpha, delta):
         """(E1, E2, S1, S2) at real alpha (float64):

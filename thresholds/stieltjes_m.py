@@ -353,8 +353,5 @@ def block_diagonal_law(law: MatrixLaw):
     outliers are those of the approximation).  The discarded off-diagonal part of W is
     (a^2/m) sigma'_j sigma'_k: entries O(1/m), but a rank-one matrix of operator norm O(1)."""
     from .stieltjes import WeightLaw
-    m = law.m
-    G = np.einsum("nii->ni", law.W).reshape(-1)
-    w = np.repeat(law.w / m, m)
-    M = np.repeat(law.h, m, axis=0)
-    return WeightLaw.from_nodes(G, w, M, description="block-diagonal approximation (pooled diagonal of W)")
+    return WeightLaw.pooled(np.einsum("nii->ni", law.W), law.w, law.h,
+                            description="block-diagonal approximation (pooled diagonal of W)")
