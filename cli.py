@@ -441,9 +441,6 @@ class WidthType(click.ParamType):
     name = "m"
 
     def convert(self, value, param, ctx):
-        if isinstance(value, (int, float)) and not isinstance(value, bool):
-            if value == math.inf or (value == int(value) and 1 <= value <= 64):
-                return value if value == math.inf else int(value)
         text = str(value).strip().lower()
         if text == "inf":
             return math.inf
