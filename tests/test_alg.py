@@ -99,3 +99,17 @@ def test_link_depending_on_its_easy_direction_only():
 
 def test_scaled_discrete_link_is_handled():
     assert math.isinf(delta_alg("-2*sign(z1*z2*z3)").delta_alg)
+
+
+def test_rotation_drops_eigensolver_rounding():
+    # entries of an eigenvector basis that are zero up to rounding (1e-17, 1e-12) become exact zeros:
+    # a float or spurious surd there leaves a cross term that the level-set engine cannot integrate
+    import numpy as np
+    import sympy as sp
+    from thresholds.alg import _rotation_substitution
+    z1, z2 = sp.symbols("z1 z2", real=True)
+    subs = _rotation_substitution([z1, z2], np.array([[-9.4e-18, -1.0], [-1.0, 1e-12]]))
+    assert subs == {z1: -z2, z2: -z1}
+    half = _rotation_substitution([z1, z2], np.array([[0.7071067811865476, 0.7071067811865475],
+                                                      [-0.7071067811865475, 0.7071067811865476]]))
+    assert sp.expand(half[z1] - sp.sqrt(2) / 2 * (z1 + z2)) == 0

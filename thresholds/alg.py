@@ -161,13 +161,17 @@ def _single_index(link: Link, dps: int, max_order: int) -> AlgResult:
 
 
 def _rotation_substitution(link_vars, basis):
-    """z_i -> sum_j U_ij z_j, with U's entries recognised as simple surds when close."""
+    """z_i -> sum_j U_ij z_j, with U's entries recognised as simple surds when close and entries
+    below 1e-9 in size (rounding left by the eigensolver, e.g. 1e-17) set to 0: SymPy's nsimplify
+    keeps such a float as it is, or (1e-12) turns it into a spurious combination of surds, and either
+    leaves a tiny cross term in the rotated link that the level-set engine cannot integrate."""
     subs = {}
     for i, zi in enumerate(link_vars):
         terms = []
         for j, zj in enumerate(link_vars):
-            entry = sp.nsimplify(float(basis[i, j]), [sp.sqrt(2), sp.sqrt(3), sp.sqrt(5)],
-                                 tolerance=1e-9, rational=False)
+            value = float(basis[i, j])
+            entry = 0 if abs(value) < 1e-9 else sp.nsimplify(value, [sp.sqrt(2), sp.sqrt(3), sp.sqrt(5)],
+                                                                tolerance=1e-9, rational=False)
             terms.append(entry * zj)
         subs[zi] = sp.Add(*terms)
     return subs
