@@ -94,3 +94,12 @@ def test_activation_must_depend_on_x():
 def test_non_real_expressions_are_refused(text, getter):
     with pytest.raises(ExpressionError, match="not real and finite"):
         getter(text)
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRED_LINKS))
+def test_catalogue_links_pass_the_realness_check(name):
+    """Catalogue links skip the realness check at lookup; their expressions, given as user
+    expressions, must pass it (and give the same expression)."""
+    from thresholds.catalog import _load
+    text = _load("links")[name]["expr"]
+    assert get_link(text).expr == get_link(name).expr
