@@ -74,10 +74,10 @@ def main():
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def catalog_cmd(as_json):
     """List the catalogue of activations and links."""
-    from thresholds.catalog import _load, get_activation, get_link
+    from thresholds.catalog import activation_names, get_activation, get_link, link_names
 
-    acts = {n: get_activation(n) for n in _load("activations")}
-    links = {n: get_link(n) for n in _load("links")}
+    acts = {n: get_activation(n) for n in activation_names()}
+    links = {n: get_link(n) for n in link_names()}
     if as_json:
         emit_json({
             "activations": {n: {"expr": str(a.expr), "description": a.description, "smooth": a.smooth}
@@ -216,20 +216,8 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
         abort("--plot needs --delta", 2)
     res = spectral(link, preprocessing, delta, level=level, dps=dps, search_max=search_max)
     if plot_path:
-        import numpy as np
-
-        from thresholds.plots import spectrum_figure
-        from thresholds.spectral import spectral_density
-        left, right = res.bulk_edges
-        zs = [o["z"] for o in res.outliers]
-        scale = max(1.0, abs(right) if math.isfinite(right) else 1.0)
-        lo = left if math.isfinite(left) else (right - 6 * scale if math.isfinite(right) else -6.0)
-        hi = right if math.isfinite(right) else lo + 12 * scale
-        pad = 0.15 * (hi - lo)
-        xs = np.linspace(min([lo - pad] + zs), max([hi + pad] + [z + pad for z in zs]), 1500)
-        rho = spectral_density(link, preprocessing, delta, xs, level=level, dps=dps)
-        spectrum_figure(plot_path, xs, rho, zs, res.bulk_edges,
-                        title=f"{link}, T = {preprocessing}, delta = {delta:g}")
+        from thresholds.plots import spectral_plot
+        spectral_plot(plot_path, res, link, preprocessing, delta, level=level, dps=dps)
     if as_json:
         emit_json(res.to_json())
         return
@@ -249,18 +237,17 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
             table.add_row("  overlap^2 with latent space", format_with_error(o["overlap2"], o["overlap2_error"]))
     else:
         t = res.delta_T
-        if t["delta_T"] == "inf":
-            shown = f"inf (no outlier above the bulk for delta <= {t['search_max']:g})"
-        elif t["delta_T_below_range"]:
-            shown = f"<= {t['search_min']:g}"
+        if math.isinf(t.value):
+            shown = f"inf (no outlier above the bulk for delta <= {t.search_max:g})"
+        elif t.below_range:
+            shown = f"<= {t.search_min:g}"
         else:
-            shown = format_with_error(t["delta_T"], t["delta_T_error"])
+            shown = format_with_error(t.value, t.error)
         table.add_row("delta_T (outlier above the bulk)", shown)
-        neg = t["delta_negative"]
-        table.add_row("negative outlier appears at", "never (searched up to "
-                      f"{t['search_max']:g})" if neg == "inf" else format_with_error(neg, t["delta_negative_error"]))
-        if "law_undefined_between" in t:
-            a, b = t["law_undefined_between"]
+        table.add_row("negative outlier appears at", f"never (searched up to {t.search_max:g})"
+                      if math.isinf(t.negative) else format_with_error(t.negative, t.negative_error))
+        if t.law_undefined_between is not None:
+            a, b = t.law_undefined_between
             table.add_row("note", f"T has a pole inside the support of y for delta in [{a:.4g}, {b:.4g}]")
     table.add_row("quadrature", res.setup["nodes"])
     console.print(table)
@@ -301,10 +288,12 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
 
     from thresholds.dmft import DMFTSetup, solve_dmft
     from thresholds.numbers import format_with_error
+    from thresholds.problem import Problem
 
-    setup = DMFTSetup(activation, link, delta, eta, steps, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay,
-                      paths=paths, replicas=replicas, seed=seed, response=response, g_nodes=g_nodes, m=width,
-                      sphere=sphere)
+    problem = Problem(activation, link, a=a_, b=b_, m=width, eta=eta, steps=steps, rho0=rho0,
+                      weight_decay=weight_decay, sphere=sphere)
+    setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
+                                   g_nodes=g_nodes)
     with Progress(console=err_console, transient=True, disable=as_json) as bar:
         task = bar.add_task("DMFT", total=1)
 
@@ -374,12 +363,13 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
     from thresholds.dmft import DMFTSetup
     from thresholds.hessian import hessian_spectrum
     from thresholds.numbers import format_with_error
+    from thresholds.problem import Problem
 
     deltas = _parse_range(delta_text)
     if not deltas or min(deltas) <= 0:
         abort("--delta must be > 0", 2)
-    results = [hessian_spectrum(DMFTSetup(activation, link, d, eta, steps, a=a_, b=b_, rho0=rho0,
-                                          weight_decay=weight_decay, paths=paths, replicas=replicas, seed=seed))
+    problem = Problem(activation, link, a=a_, b=b_, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay)
+    results = [hessian_spectrum(DMFTSetup.from_problem(problem, d, paths=paths, replicas=replicas, seed=seed))
                for d in deltas]
     if as_json:
         emit_json(results[0].to_json() if len(results) == 1 else {"scan": [r.to_json() for r in results]})
@@ -433,6 +423,28 @@ def _parse_range(text: str) -> list:
         return [float(v) for v in text.split(",") if v.strip()]
     except ValueError:
         raise click.BadParameter(f"{text!r}: use start:stop:step or a comma-separated list") from None
+
+
+def parse_scan(text: str):
+    """``--scan name=start:stop:count`` -> (name, values) for a field of thresholds.nn.SCANNABLE."""
+    import numpy as np
+
+    from thresholds.errors import ThresholdsError
+    from thresholds.nn import SCANNABLE
+    try:
+        name, rng = text.split("=", 1)
+        name = name.strip().replace("-", "_")
+        start, stop, count = rng.split(":")
+        values = np.linspace(float(start), float(stop), int(count))
+    except ValueError:
+        raise ThresholdsError(f"bad --scan {text!r}: expected name=start:stop:count, e.g. rho0=0.1:2:10")
+    if name not in SCANNABLE:
+        raise ThresholdsError(f"cannot scan {name!r}; choose from {', '.join(SCANNABLE)}")
+    if int(count) < 1:
+        raise ThresholdsError("--scan needs at least one value")
+    if name == "steps":
+        values = np.unique(np.round(values).astype(int))
+    return name, [v.item() for v in values]
 
 
 class WidthType(click.ParamType):
@@ -496,14 +508,16 @@ def _nn_setup_options(func):
 
 
 def _nn_setup(activation, link, kw):
+    """The NNSetup of the shared options (``--m inf``: the m -> inf Hessian on a law of width --population)."""
     from thresholds.nn import NNSetup
+    from thresholds.problem import Problem
     wide = kw["width"] == math.inf
-    return NNSetup(activation, link, eta=kw["eta"], steps=kw["steps"], a=kw["a_"], b=kw["b_"], rho0=kw["rho0"],
-                   weight_decay=kw["weight_decay"], m=kw["population"] if wide else kw["width"], mean_field=wide,
-                   sphere=kw["sphere"], law=kw["law"],
-                   law_d=kw["law_d"], law_dtype=kw["law_dtype"],
-                   paths=kw["paths"], replicas=kw["replicas"], seed=kw["seed"],
-                   search_max=kw["search_max"], rtol=kw["rtol"])
+    problem = Problem(activation, link, a=kw["a_"], b=kw["b_"], m=kw["population"] if wide else kw["width"],
+                      eta=kw["eta"], steps=kw["steps"], rho0=kw["rho0"], weight_decay=kw["weight_decay"],
+                      sphere=kw["sphere"])
+    return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
+                                law_dtype=kw["law_dtype"], paths=kw["paths"], replicas=kw["replicas"],
+                                seed=kw["seed"], search_max=kw["search_max"], rtol=kw["rtol"])
 
 
 def _setup_line(setup) -> str:
@@ -527,7 +541,7 @@ def _run_nn(setup, no_cache, quiet=False):
     from rich.markup import escape
     from rich.progress import Progress
 
-    from thresholds.nn import delta_nn
+    from validation.gd_law import delta_nn
 
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("DMFT", total=1)
@@ -560,8 +574,6 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
     t-curve delta_NN(t) over the checkpoints and the rule used to call it converged.
     """
     from rich.markup import escape
-
-    from thresholds.nn import parse_scan
 
     setup = _nn_setup(activation, link, kw)
     setup.validate()
@@ -633,7 +645,7 @@ def table_cmd(links, activations, widths, as_json, **kw):
     from rich.markup import escape
 
     from thresholds.errors import UnsupportedError
-    from thresholds.nn import cached_validation
+    from thresholds.store import cached_validation
 
     try:
         width_list = ([WidthType().convert(v, None, None) for v in widths.split(",") if v.strip()]
@@ -701,7 +713,7 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
     """Predicted grokking: first-phase train/test loss (DMFT) and the escape step versus d."""
     from rich.markup import escape
 
-    from thresholds.nn import escape_times
+    from validation.gd_law import escape_times
 
     try:
         dim_list = [int(v) for v in dims.split(",") if v.strip()]
@@ -772,17 +784,12 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
     """
     from rich.progress import Progress
 
-    from thresholds.alg import delta_alg
-    from thresholds.catalog import get_activation, get_link
-    from validation.threshold import scan, write_report
+    from thresholds.problem import Problem
+    from validation.threshold import check_measurable, validate
 
-    act = get_activation(activation)
-    from thresholds.alg import latent_split
-    if latent_split(get_link(link)).hard.shape[0] == 0:
-        abort(f"link {link!r} has no hard direction: every direction is learned in the first phase, "
-              "there is no recovery threshold to measure", 2)
-    if hessian:
-        act.derivative(2)  # one-line error for relu-like activations
+    problem = Problem(activation, link, a=a_, b=b_, m=width, eta=eta, rho0=rho0, weight_decay=weight_decay)
+    problem.validate()
+    check_measurable(problem, hessian=hessian)
     try:
         dim_list = [int(v) for v in dims.split(",") if v.strip()]
     except ValueError:
@@ -798,23 +805,15 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
             numba.set_num_threads(max(1, min(int(jobs), numba.config.NUMBA_NUM_THREADS)))
         except ValueError:
             abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
-    alg = delta_alg(link)
     stop_requested = _terminate_as_interrupt()
     err_console.print(f"GD runs: {len(dim_list)} dimension(s) x {len(delta_list)} delta(s) x {trials} trials "
                       "(Ctrl-C or SIGTERM: stop after the current trial and write the partial report)")
     with Progress(console=err_console, transient=True) as bar:
         task = bar.add_task("GD trials", total=1)
-        result = scan(activation, link, dim_list, delta_list, trials, eta=eta, t0=t0, c=c_, seed=seed,
-                      hessian=hessian, should_stop=stop_requested,
-                      progress=lambda done, total: bar.update(task, completed=done, total=total),
-                      a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
-    from thresholds.nn import NNSetup, cached_delta_nn
-    same = NNSetup(activation, link, eta=eta, a=a_, b=b_, rho0=rho0, weight_decay=weight_decay, m=width)
-    path = write_report(result, report_dir, delta_alg=alg.delta_alg, delta_nn=cached_delta_nn(same, any_search=True))
-    if result.extrapolated[0] is not None and not result.interrupted:
-        from thresholds.nn import store_validation
-        store_validation(same,
-                         result.extrapolated[0], result.extrapolated[1], str(path))
+        run = validate(problem, dim_list, delta_list, trials, report_dir, t0=t0, c=c_, seed=seed, hessian=hessian,
+                       should_stop=stop_requested,
+                       progress=lambda done, total: bar.update(task, completed=done, total=total))
+    result, path = run.scan, run.report
     console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else ""))
     for d, (cr, se) in result.crossings.items():
         console.print(f"d = {d}: crossing " + ("not bracketed" if cr is None else f"{cr:.3f} +- {se:.3f}"))

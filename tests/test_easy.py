@@ -1,4 +1,4 @@
-"""Targets with easy directions (THEORY section 1, issue: width m and easy directions):
+"""Targets with easy directions (THEORY.md section 1, issue: width m and easy directions):
 the signal coordinate of the DMFT and the simulator restricted to the complement of the hard subspace."""
 
 import numpy as np
@@ -80,7 +80,7 @@ def test_two_hard_directions_split_along_the_symmetry_axes():
     """y = g1 g2: the law is invariant under g1 <-> g2, so in the basis v+- = (e1 +- e2)/sqrt(2) the
     2 x 2 matrix S(alpha) is diagonal and its eigenvalues are the scalar S of h = (v+-^T g)^2:
     the r_H = 2 indicator equals the larger of the two scalar indicators (symmetrised samples)."""
-    from thresholds.outlier import _negative_indicator
+    from thresholds.outlier import negative_indicator
     from thresholds.stieltjes import WeightLaw
     rng = np.random.default_rng(5)
     g = rng.standard_normal((20000, 2))
@@ -88,10 +88,10 @@ def test_two_hard_directions_split_along_the_symmetry_axes():
     y = g[:, 0] * g[:, 1]
     G = 1.0 - 1.6 * np.tanh(y)            # bounded, negative for large y: a negative outlier exists
     w = np.full(y.size, 1.0 / y.size)
-    both = _negative_indicator(WeightLaw.from_nodes(G, w, np.einsum("ni,nj->nij", g, g)), 3.0)
-    plus = _negative_indicator(WeightLaw.from_nodes(G, w, (g @ [1, 1]) ** 2 / 2), 3.0)
-    minus = _negative_indicator(WeightLaw.from_nodes(G, w, (g @ [1, -1]) ** 2 / 2), 3.0)
+    both = negative_indicator(WeightLaw.from_nodes(G, w, np.einsum("ni,nj->nij", g, g)), 3.0)
+    plus = negative_indicator(WeightLaw.from_nodes(G, w, (g @ [1, 1]) ** 2 / 2), 3.0)
+    minus = negative_indicator(WeightLaw.from_nodes(G, w, (g @ [1, -1]) ** 2 / 2), 3.0)
     assert both == pytest.approx(max(plus, minus), rel=1e-9, abs=1e-12)
     assert abs(plus - minus) > 0.05       # the two directions differ: g1 alone would be wrong
-    first = _negative_indicator(WeightLaw.from_nodes(G, w, g[:, 0] ** 2), 3.0)
+    first = negative_indicator(WeightLaw.from_nodes(G, w, g[:, 0] ** 2), 3.0)
     assert abs(first - both) > 0.05

@@ -79,18 +79,20 @@ def test_nn_evaluation_at_m_inf(tmp_path, monkeypatch):
     """--m inf through thresholds.nn: the indicator is the larger sector's, the sectors are recorded, finite
     widths keep their cache keys, and the DMFT law is refused."""
     from thresholds.errors import UnsupportedError
-    from thresholds.nn import NNSetup, _setup_fields, evaluate
+    from thresholds.nn import NNSetup
+    from thresholds.store import setup_fields
+    from validation.gd_law import evaluate
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     setup = NNSetup("gelu", m=4, mean_field=True, law_d=80, replicas=2, steps=40)
     ev = evaluate(setup, 6.0, final_only=True)
     anti, _, sym, _ = ev.sectors[-1]
     # per replica the indicator is max(antisymmetric, symmetric); the mean of a max is >= the max of means
     assert len(ev.sectors) == 1 and max(anti, sym) - 1e-12 <= ev.indicator[-1] <= max(anti, sym) + abs(anti - sym)
-    assert "mean_field" in _setup_fields(setup) and "mean_field" not in _setup_fields(NNSetup("gelu", m=4))
+    assert "mean_field" in setup_fields(setup) and "mean_field" not in setup_fields(NNSetup("gelu", m=4))
     for bad in (NNSetup("gelu", m=4, mean_field=True, law="dmft"), NNSetup("gelu", m=1, mean_field=True)):
         with pytest.raises(UnsupportedError):
             bad.validate()
-    from thresholds.nn import escape_times
+    from validation.gd_law import escape_times
     with pytest.raises(UnsupportedError, match="grok covers finite widths"):
         escape_times(setup, 6.0, [1000])
 

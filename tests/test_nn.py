@@ -8,9 +8,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from thresholds.nn import Evaluation, NNSetup, crossing, delta_nn, parse_scan
+from cli import parse_scan
+from thresholds.crossing import crossing
+from thresholds.nn import Evaluation, NNSetup
 from thresholds.outlier import spike_threshold
 from thresholds.stieltjes import WeightLaw
+from validation.gd_law import delta_nn
 
 
 def _ev(delta, values, errs):
@@ -129,7 +132,7 @@ def test_table_and_grok_commands(tmp_path):
 
 def test_escape_time_formula():
     # growth (1 - eta z*) per step from d^{-1/2}: t_esc - t_1 = log(sqrt d) / log(1 - eta z*)
-    from thresholds.nn import escape_steps
+    from thresholds.escape import escape_steps
     rows = escape_steps(t1=50, z=-1.0, z_err=0.1, eta=0.1, dims=[100, 10_000])
     assert rows[0]["steps"] == pytest.approx(50 + math.log(10) / math.log(1.1))
     assert rows[1]["steps"] - 50 == pytest.approx(2 * (rows[0]["steps"] - 50))
@@ -139,7 +142,7 @@ def test_finite_d_law_route_brackets_the_initialization_threshold(tmp_path, monk
     # law = "gd": the law of (u, y, g) from finite-d GD restricted to the complement.  At
     # eta = 1e-4 it is the law at initialization, whose threshold is 2.60 (test above):
     # no negative hard outlier at delta = 2, one at delta = 4.
-    from thresholds.nn import evaluate
+    from validation.gd_law import evaluate
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     setup = NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="gd", law_d=500, replicas=3)
     assert evaluate(setup, 2.0).indicator[-1] < 0 < evaluate(setup, 4.0).indicator[-1]
@@ -161,7 +164,7 @@ def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
     # the success-rate report quotes delta_NN (horizon, transient, finite d at the scanned d) from a
     # cached `thresholds nn` result of the same setup, and says so when there is none
     from validation.threshold import _nn_lines
-    from thresholds.nn import cached_delta_nn
+    from thresholds.store import cached_delta_nn
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     setup = NNSetup("linear", "abs", eta=0.2, steps=8, paths=800, replicas=2, search_max=2.0, law_d=60)
     assert cached_delta_nn(setup) is None
@@ -187,7 +190,7 @@ def test_validate_report_quotes_a_cached_delta_nn(tmp_path, monkeypatch):
 def test_refine_closes_the_bracket_and_beats_bisection_on_a_smooth_indicator():
     # a mildly concave indicator (the shape of I_T near delta_NN) and a strongly convex one: the bracket
     # [8, 16] shrinks to rtol around the root 10.7; geometric bisection needs 6 evaluations
-    from thresholds.nn import refine
+    from thresholds.search import refine
     bisection = math.ceil(math.log2(math.log(2.0) / (0.9 * 0.02)))
     for g, most in ((lambda x: 0.3 * (x - 10.7) - 0.01 * (x - 10.7) ** 2, 3),
                     (lambda x: math.log(x / 10.7) + 0.02 * (x - 10.7) ** 2, bisection)):
@@ -205,7 +208,7 @@ def test_refine_closes_the_bracket_and_beats_bisection_on_a_smooth_indicator():
 def test_refine_worst_case_stays_bounded():
     # a step function (no slope information) and a very flat then steep one both converge, within
     # twice the bisection count
-    from thresholds.nn import refine
+    from thresholds.search import refine
     for g in (lambda x: -1.0 if x < 3.3 else 1.0, lambda x: (x - 3.3) ** 9 if x > 3.3 else -1e-6):
         calls = []
 
@@ -220,7 +223,7 @@ def test_refine_worst_case_stays_bounded():
 
 
 def test_next_trial_extrapolates_and_doubles():
-    from thresholds.nn import next_trial
+    from thresholds.search import next_trial
     assert next_trial(None, None, 4.0, -1.0, 0.02) == 8.0            # one point: double
     assert next_trial(4.0, -1.0, 8.0, -2.0, 0.02) == 16.0            # not increasing: double
     # the line through (4, -2), (8, -1) crosses at 12: aim 2 % past it
@@ -232,7 +235,7 @@ def test_next_trial_extrapolates_and_doubles():
 def test_float32_law_gives_the_float64_indicators(tmp_path, monkeypatch):
     # the finite-d law stored in float32 (sums in float64): the same indicators as float64 far inside
     # the Monte Carlo error (which is what lets cached_delta_nn(any_search) treat them as one setup)
-    from thresholds.nn import evaluate
+    from validation.gd_law import evaluate
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     setup = NNSetup("quad", eta=0.05, steps=64, law="gd", law_d=300, replicas=2)
     e32 = evaluate(setup, 6.0, cache=False)
@@ -253,15 +256,15 @@ def test_setups_pickled_before_law_dtype_read_as_float64():
     legacy = NNSetup.__new__(NNSetup)
     legacy.__setstate__(state)
     assert legacy.law_dtype == "float64"
-    from thresholds.nn import _cache_key
-    assert "law_dtype" not in _cache_key(legacy)["nn"] and _cache_key(old)["nn"]["law_dtype"] == "float32"
+    from thresholds.store import result_key
+    assert "law_dtype" not in result_key(legacy)["nn"] and result_key(old)["nn"]["law_dtype"] == "float32"
 
 
 def test_run_stopped_at_the_transient_step_reproduces_the_full_run_there(tmp_path, monkeypatch):
     # the transient refinement evaluates GD run only to its step: the data and the initialization are
     # drawn before the first step, so the law (and the indicator) at that step is the full run's
     from thresholds.dmft import checkpoints
-    from thresholds.nn import evaluate
+    from validation.gd_law import evaluate
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     setup = NNSetup("quad", eta=0.05, steps=64, law="gd", law_d=200, replicas=2)
     full = evaluate(setup, 5.0, cache=False)

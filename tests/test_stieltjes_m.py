@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from thresholds.outlier import _negative_indicator, lowest_outlier as scalar_outlier, spectrum
+from thresholds.outlier import negative_indicator as scalar_indicator, lowest_outlier as scalar_outlier, spectrum
 from thresholds.stieltjes import WeightLaw, bulk_edges
 from thresholds.stieltjes_m import MatrixLaw, left_edge, lowest_outlier, negative_indicator, solve_alpha
 
@@ -25,7 +25,7 @@ def test_m1_reproduces_the_scalar_engine():
     ind, _ = negative_indicator(lawm, delta, edge)
     # the matrix indicator is evaluated at the last z solved below the fold (within 1e-10 of it),
     # where alpha differs from its edge value by O(sqrt(z_edge - z)): agreement to 1e-4
-    assert ind == pytest.approx(_negative_indicator(law1, delta), abs=1e-4)
+    assert ind == pytest.approx(scalar_indicator(law1, delta), abs=1e-4)
     z, overlap2 = lowest_outlier(lawm, delta, edge)
     z1, _ = scalar_outlier(law1, delta)
     assert z == pytest.approx(z1, rel=1e-9)
@@ -78,14 +78,16 @@ def test_width_m_hessian_weight_and_one_law_reduce_to_m1():
     w = np.full(n, 1.0 / n)
     one = _one_law(act, setup, 8.0, u, y, g, w, True)
     many = _one_law_m(act, setup, 8.0, u[:, None], y, g, w, True)
-    assert many[0] == pytest.approx(one[0], rel=1e-7)          # left edge
-    assert many[2] == pytest.approx(one[2], abs=1e-4)          # indicator (evaluated just below the fold)
-    assert many[3] == pytest.approx(one[3], abs=1e-4)          # tail-clipped indicator
-    assert (np.isnan(many[5]) and np.isnan(one[5])) or many[5] == pytest.approx(one[5], rel=1e-8)
+    assert many.left_edge == pytest.approx(one.left_edge, rel=1e-7)
+    assert many.indicator == pytest.approx(one.indicator, abs=1e-4)  # evaluated just below the fold
+    assert many.indicator_clipped == pytest.approx(one.indicator_clipped, abs=1e-4)
+    assert (np.isnan(many.lowest_z) and np.isnan(one.lowest_z)) or many.lowest_z == pytest.approx(one.lowest_z,
+                                                                                                  rel=1e-8)
 
 
 def test_width_two_evaluation_from_the_finite_d_law():
-    from thresholds.nn import NNSetup, evaluate
+    from thresholds.nn import NNSetup
+    from validation.gd_law import evaluate
     ev = evaluate(NNSetup("gelu", eta=0.1, steps=16, m=2, law_d=120, replicas=2), 10.0, cache=False)
     assert len(ev.indicator) == 16 and np.all(np.isfinite(ev.indicator)) and np.all(np.isfinite(ev.left_edge))
     assert all(len(z) == 2 for z in ev.hard_z)
@@ -138,7 +140,7 @@ def test_several_hard_directions_m1_matches_the_scalar_r_by_r_engine():
     lawm = MatrixLaw(G[:, None, None], M, w)
     assert lawm.r == 2 and lawm.m == 1
     ind, _ = negative_indicator(lawm, delta)
-    assert ind > 0.05 and ind == pytest.approx(_negative_indicator(law1, delta), abs=1e-4)
+    assert ind > 0.05 and ind == pytest.approx(scalar_indicator(law1, delta), abs=1e-4)
     z, _ = lowest_outlier(lawm, delta)
     assert z == pytest.approx(scalar_outlier(law1, delta)[0], rel=1e-7)
 

@@ -13,37 +13,74 @@ Public surface (one concept per module):
 * :func:`spectrum`, :func:`spike_threshold` - outliers, overlaps, thresholds (``outlier``)
 * :func:`spectral` - preprocessed spectral estimators of a link (``spectral``)
 * :class:`DMFTSetup`, :func:`solve_dmft` - DMFT of the first phase of GD (``dmft``)
-* :func:`hessian_spectrum`, :func:`hessian_weight` - Hessian after the first phase (``hessian``)
+* :class:`FirstPhaseLaw`, :class:`ReplicaLaw` - the law of (u, y, g_H) the Hessian engines take (``laws``)
+* :func:`hessian_spectrum`, :func:`hessian_weight`, :func:`spectra_of_law` - Hessian after the first
+  phase (``hessian``)
+* :class:`NNSetup`, :class:`NNResult` - delta_NN records (``nn``); :func:`delta_nn` - its search
+  (``search``); :func:`evaluate` - the indicators at one delta (``evaluation``);
+  :func:`escape_times` - grokking and finite-d thresholds (``escape``)
 * :class:`PopulationLaw`, :func:`sectors` - its hard outliers in the wide limit m -> inf (``meanfield``)
 * :class:`InverseBranches` (``branches``), :class:`LevelSetGram` (``levelset``) -
   conditional moments on level sets of a link
 * errors: :class:`ThresholdsError` and subclasses (``errors``)
 """
 
-from .alg import AlgResult, delta_alg
-from .branches import InverseBranches
-from .catalog import Activation, Link, activation_names, get_activation, get_link, link_names
-from .errors import (CatalogError, ConvergenceError, DivergenceError, ExpressionError,
-                     NotDifferentiableError, ThresholdsError, UnsupportedError)
-from .dmft import DMFTResult, DMFTSetup, solve_dmft
-from .expr import parse_expression
-from .gaussian import expect_exact, expect_numeric
-from .hessian import HessianSpectrum, hessian_spectrum, hessian_weight
-from .hermite import (HermiteCoefficient, activation_hermite, hermite_coefficients,
-                      information_exponent, link_hermite)
-from .levelset import LevelSetGram
-from .meanfield import PopulationLaw, sectors
-from .outlier import spectrum, spike_threshold
-from .spectral import spectral, spectral_density
-from .stieltjes import WeightLaw, bulk_edges, density, stieltjes
+import importlib
+import sys
+import types
 
-__all__ = [
-    "Activation", "AlgResult", "CatalogError", "ConvergenceError", "DivergenceError",
-    "ExpressionError", "HermiteCoefficient", "InverseBranches", "LevelSetGram", "Link",
-    "NotDifferentiableError", "ThresholdsError", "UnsupportedError", "activation_hermite",
-    "activation_names", "delta_alg", "expect_exact", "expect_numeric", "get_activation",
-    "get_link", "hermite_coefficients", "information_exponent", "link_hermite", "link_names",
-    "parse_expression", "spectral", "spectral_density", "spectrum", "spike_threshold", "WeightLaw",
-    "bulk_edges", "density", "stieltjes", "DMFTResult", "DMFTSetup", "solve_dmft", "HessianSpectrum",
-    "hessian_spectrum", "hessian_weight", "PopulationLaw", "sectors",
-]
+# name -> module that defines it; a module is imported on first use of one of its names, so that
+# ``import thresholds`` (and the CLI's lightest commands) does not pay for sympy, numba and scipy
+_EXPORTS = {
+    "alg": ("AlgResult", "delta_alg"),
+    "branches": ("InverseBranches",),
+    "catalog": ("Activation", "Link", "activation_names", "get_activation", "get_link", "link_names"),
+    "errors": ("CatalogError", "ConvergenceError", "DivergenceError", "ExpressionError",
+               "NotDifferentiableError", "ThresholdsError", "UnsupportedError"),
+    "dmft": ("DMFTResult", "DMFTSetup", "solve_dmft"),
+    "expr": ("parse_expression",),
+    "gaussian": ("expect_exact", "expect_numeric"),
+    "hessian": ("HessianSpectrum", "hessian_spectrum", "hessian_weight", "spectra_of_law"),
+    "laws": ("FirstPhaseLaw", "ReplicaLaw"),
+    "nn": ("NNResult", "NNSetup"),
+    "search": ("delta_nn",),
+    "evaluation": ("evaluate",),
+    "escape": ("escape_times",),
+    "hermite": ("HermiteCoefficient", "activation_hermite", "hermite_coefficients", "information_exponent",
+                "link_hermite"),
+    "levelset": ("LevelSetGram",),
+    "meanfield": ("PopulationLaw", "sectors"),
+    "outlier": ("spectrum", "spike_threshold"),
+    "spectral": ("spectral", "spectral_density"),
+    "stieltjes": ("WeightLaw", "bulk_edges", "density", "stieltjes"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+__all__ = sorted(_MODULE_OF)
+
+
+class _Package(types.ModuleType):
+    """The package module.  The import system sets every imported submodule as an attribute of its
+    package; two public functions share the name of their module (``spectral``, ``stieltjes``), and the
+    package attribute stays the function, as the catalogue above lists it."""
+
+    def __setattr__(self, name, value):
+        if isinstance(value, types.ModuleType) and name in _MODULE_OF and _MODULE_OF[name] == name:
+            value = getattr(value, name)
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
+def __getattr__(name):
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module 'thresholds' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

@@ -1,19 +1,19 @@
 """delta_alg: easy/hard decomposition of the latent space and the optimal
-spectral threshold of the hard part (THEORY section 1).
+spectral threshold of the hard part (THEORY.md section 1).
 
 * Easy subspace (recursive, staircase included): U_E starts empty; at each
   level the matrix ``M = E[ E[g_perp | y, g_E] E[g_perp | y, g_E]^T ]`` is
   computed for the coordinates orthogonal to U_E; eigenvectors with a
   non-zero eigenvalue are added to U_E (after rotating the latent basis so
-  that U_E is spanned by the first coordinates).  Stops when nothing new.
+  that U_E is spanned by the first coordinates).  Stops when nothing new.                (1)
 * Hard subspace U_H = the rest, of dimension r_H.  With
   ``G(y, g_E) = E[g_H g_H^T - I | y, g_E]``, ``F(M) = E[G M G]`` is a
   self-adjoint positive map on symmetric r_H x r_H matrices and
-  ``delta_alg = 1 / lambda_max(F)`` (Troiani et al. 2024; single index:
+  ``delta_alg = 1 / lambda_max(F)`` (2) (Troiani et al. 2024; single index:
   ``1 / E_y[(E[g^2|y] - 1)^2]``, Mondelli & Montanari 2018).
   ``delta_alg = 0`` when U_H is empty, ``inf`` when F = 0.
 * Generative exponent: the smallest j with ``E[ || E[He_j(g) | y] ||^2 ] > 0``
-  (He_j the probabilists' Hermite tensor of order j).
+  (He_j the probabilists' Hermite tensor of order j)                                     (3).
 
 Numerics: noiseless single-index links use the mpmath inverse-branch engine
 (:mod:`thresholds.branches`), everything else the float64 level-set engine
@@ -98,7 +98,7 @@ def _nonzero(value: float, error: float, floor: float) -> bool:
     return value > 3.0 * error and value > floor
 
 
-def _hermite_multi(g, order: int):
+def hermite_multi(g, order: int):
     """Products He_{a_1}(g_1)...He_{a_k}(g_k) with a_1+...+a_k = order (probabilists')."""
     out = []
     for alpha in itertools.product(range(order + 1), repeat=len(g)):
@@ -229,6 +229,15 @@ def _multi_index(link: Link, max_order: int, level: int, epsrel: float) -> AlgRe
         n_easy += len(new)
         if n_easy == k:
             break
+    return _multi_index_result(link, basis, n_easy, first_order_nonzero, second_order_nonzero, methods, levels,
+                               pair_Q, max_order, level, epsrel)
+
+
+def _multi_index_result(link, basis, n_easy, first_order_nonzero, second_order_nonzero, methods, levels, pair_Q,
+                        max_order, level, epsrel) -> AlgResult:
+    """The AlgResult of the level-set recursion: bases, generative exponent and delta_alg = 1/lambda_max(F)
+    (0 with no hard direction, inf when F = 0 within its error)."""
+    k = link.k
     easy_basis = [_canonical_sign(basis[:, i]) for i in range(n_easy)]
     hard_basis = [_canonical_sign(basis[:, i]) for i in range(n_easy, k)]
     r_h = k - n_easy
@@ -292,7 +301,7 @@ def _lambda_max_F(Q, Q_err, pairs, r):
 def _generative_high_order(link: Link, max_order: int, level: int, epsrel: float):
     g = list(link.latent)
     for order in range(3, max_order + 1):
-        funcs = _hermite_multi(g, order)
+        funcs = hermite_multi(g, order)
         res = LevelSetGram(link.expr, link.variables, funcs).run(level=level, epsrel=epsrel)
         if any(_nonzero(res.Q[a, a], res.Q_err[a, a], FLOOR_FLOAT) for a in range(len(funcs))):
             return order
@@ -315,7 +324,7 @@ _SPLITS: dict = {}
 
 
 def latent_split(link: str | Link) -> LatentSplit:
-    """Easy / hard split of the latent space of ``link`` (THEORY section 1), from the
+    """Easy / hard split of the latent space of ``link`` (THEORY.md section 1), from the
     generative-exponent test of ``delta_alg`` up to order 2; kept in memory and cached on disk
     by expression (the simulator asks for it on every run)."""
     from . import cache as _cache

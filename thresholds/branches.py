@@ -7,8 +7,8 @@ puts mass 1/2 at y = 0; sign(z) is all atoms).  For y inside the image of
 several segments, the preimages z_j(y) are found by bracketed root finding
 (mpmath's Anderson-Bjorck solver) at the working precision, and
 
-    N_A(y) = E[A(z) 1{h(z) in dy}] / dy = sum_j A(z_j) phi(z_j) / |h'(z_j)|,
-    E[A | y] = N_A(y) / N_1(y).
+    N_A(y) = E[A(z) 1{h(z) in dy}] / dy = sum_j A(z_j) phi(z_j) / |h'(z_j)|,             (1)
+    E[A | y] = N_A(y) / N_1(y).                                                         (2)
 
 The y-axis is cut at the images of all segment ends (where the set of
 branches changes and 1/|h'| may blow up); each cell is integrated by
@@ -32,7 +32,7 @@ from scipy import optimize
 
 from .catalog import lambdify_mpmath, lambdify_numpy
 from .errors import ConvergenceError, UnsupportedError
-from .gaussian import _intervals_of, incomplete_moment
+from .gaussian import intervals_of, incomplete_moment
 
 SCAN = 40.0  # |z| beyond which the Gaussian weight (< 1e-347) is neglected
 
@@ -112,7 +112,7 @@ class InverseBranches:
     def __init__(self, h, z):
         self.h = h
         self.z = z
-        pieces = _intervals_of(h, z) if h.has(sp.Abs, sp.sign, sp.Heaviside, sp.Max, sp.Min,
+        pieces = intervals_of(h, z) if h.has(sp.Abs, sp.sign, sp.Heaviside, sp.Max, sp.Min,
                                               sp.Piecewise) else [(h, -sp.oo, sp.oo)]
         if pieces is None:
             raise UnsupportedError(f"cannot split the link {h} into intervals of z")

@@ -7,7 +7,7 @@ anywhere a name is accepted a whitelisted expression may be given instead
 * an activation is a function of ``x`` (the pre-activation ``theta^T x + b``);
 * a link is a function of the latent variables ``z`` (k = 1) or ``z1..zk``
   (standard Gaussians, ``g = Theta_*^T x``) and optionally of ``eps``, an
-  independent standard Gaussian noise (THEORY section 1).
+  independent standard Gaussian noise (THEORY.md section 1).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Discrete-time DMFT of the first phase of gradient descent (THEORY section 3).
+"""Discrete-time DMFT of the first phase of gradient descent (THEORY.md section 3).
 
 Setup: f(x) = a sigma(theta^T x + b), square loss, theta^0 ~ N(0, rho0^2/d I),
 GD theta^{t+1} = theta^t + eta (1/n) sum_i psi_i x_i - eta lambda_wd theta^t with
@@ -7,12 +7,13 @@ psi = (y - f) a sigma'(u + b) (mean-field step, m = 1), n = delta d.  Null case 
 independent of g given y); easy directions add a signal coordinate (below).
 
 Sample side (one effective sample, paths p = 1..N with weights omega_p):
-    u^t = w^t + (eta/delta) sum_{s<t} chi(t,s) psi^s,   w ~ GP(0, C)
-    Cpsi(t,s) = E[psi^t psi^s],  R(t,s) = E[d psi^t / d h^s]
+    u^t = w^t + (eta/delta) sum_{s<t} chi(t,s) psi^s,   w ~ GP(0, C)                   (1)
+    Cpsi(t,s) = E[psi^t psi^s],  R(t,s) = E[d psi^t / d h^s]                          (2)
 Weight side (linear, solved exactly):
-    A(t+1) = (1 - eta lambda) A(t) + eta sum_{r<=t} R(t,r) A(r),                A(0) = 1
-    B(t+1,s) = (1 - eta lambda) B(t,s) + eta sum_{r<=t} R(t,r) B(r,s) + eta 1[s=t]
-    chi = B/eta,  C(t,t') = rho0^2 A(t) A(t') + sum B(t,s) Cpsi(s,s') B(t',s') / delta.
+    A(t+1) = (1 - eta lambda) A(t) + eta sum_{r<=t} R(t,r) A(r),                A(0) = 1       (3)
+    B(t+1,s) = (1 - eta lambda) B(t,s) + eta sum_{r<=t} R(t,r) B(r,s) + eta 1[s=t]             (4)
+    chi = B/eta,  C(t,t') = rho0^2 A(t) A(t') + sum B(t,s) Cpsi(s,s') B(t',s') / delta.        (5)
+(THEORY.md section 3: the first phase of GD in the proportional regime n/d -> delta, d -> inf at fixed t.)
 
 The Gaussian path is built from innovations, w^t = sum_{j<=t} L(t,j) xi_j with
 L the (growing) Cholesky factor of C and xi_j iid N(0,1) per path, so it is
@@ -28,7 +29,7 @@ Responses (the cost driver), chosen by ``response``:
   ``w^t = rho0 A(t) nu + sum_j Bt(t,j) eps_j / sqrt(delta)`` (nu, eps_j iid
   N(0,1) per path, so Cov(w) = C exactly), and Gaussian integration by parts
   on the sources gives the two response sums the weight side needs directly:
-  ``sum_r R(t,r) A(r) = E[psi^t nu]/rho0``, ``sum_r R(t,r) Bt(r,j) = sqrt(delta) E[psi^t eps_j]``.
+  ``sum_r R(t,r) A(r) = E[psi^t nu]/rho0``, ``sum_r R(t,r) Bt(r,j) = sqrt(delta) E[psi^t eps_j]``   (6).
   The memory term is ``(eta/delta) sum_s chi(t,s) psi^s = (1/delta) sum_j Bt(t,j) psit^j``
   with ``psit`` the psi paths whitened by Gram-Schmidt (``psi^s = sum_j Lpsi(s,j) psit^j``,
   empirical Cpsi).  Nothing is inverted, so Monte Carlo noise is not
@@ -46,7 +47,7 @@ so it multiplies A(t+1) and the row B(t+1, .) (Bt for ``sources``); the sample
 side uses the same coefficients, so nothing else changes.
 
 Width m > 1 (``sources`` only): u, w, psi are m-vectors per path and every kernel is an
-m x m block (THEORY section 2: f = (1/m) sum_j a sigma(u_j + b), psi_j = (y - f) a sigma'(u_j + b),
+m x m block (THEORY.md section 2: f = (1/m) sum_j a sigma(u_j + b), psi_j = (y - f) a sigma'(u_j + b),
 mean-field step theta_j += eta (1/n) sum_i psi_ij x_i).  The sources and the whitened psi
 columns are indexed by pairs J = s m + k (step s, neuron k), so A(t) is m x m, Bt(t) is
 m x (t m), ``sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0`` (nu in R^m) and
@@ -54,7 +55,7 @@ m x (t m), ``sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0`` (nu in R^m) and
 Reported norms are means over neurons, (1/m) sum_j ||theta_j||^2 and (1/m) sum_j <theta_j^t, theta_j^0>.
 All a_j = a and b_j = b.
 
-Easy directions (``sources`` only; THEORY sections 1 and 3).  Split x = Theta_* g + x_perp and
+Easy directions (``sources`` only; THEORY.md sections 1 and 3).  Split x = Theta_* g + x_perp and
 theta_j = Theta_* M_j + theta_perp,j.  The overlaps with the hard directions stay O(d^-1/2)
 during the first phase (E[g_H | y, g_E] = 0, so they get no O(1) drift) and are 0 at d = inf;
 the overlaps M (r_E x m, in the easy basis of ``thresholds.alg.latent_split``) start at 0 and obey
@@ -84,10 +85,12 @@ import sympy as sp
 from scipy.linalg import solve_triangular
 
 from .catalog import X, Activation, Link, get_activation, get_link
-from .errors import DivergenceError, ThresholdsError, UnsupportedError
+from .errors import BLOWUP, DivergenceError, ThresholdsError, UnsupportedError
 from .kernels import compiled_activation, make_psi_kernel, make_psi_kernel_m
+from .numbers import mean_se_rows
+from .problem import Problem
+from .targets import draw_targets, y_moments
 
-BLOWUP = 1e8  # |u| or C(t,t) beyond this is reported as divergence
 INNOVATION_FLOOR = 1e-24  # relative variance below which a psi innovation opens no new source
 
 
@@ -113,19 +116,21 @@ class DMFTSetup:
     m: int = 1
     sphere: bool = False  # spherical GD: theta rescaled to ||theta|| = rho0 after every step
 
+    @classmethod
+    def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
+        """The DMFT of ``problem`` at sample ratio ``delta`` with the given numerical settings."""
+        return cls(delta=float(delta), **problem.fields(), **numerics)
+
+    @property
+    def problem(self) -> Problem:
+        return Problem.of(self)
+
     def validate(self):
-        if not self.delta > 0:
+        if not (isinstance(self.delta, (int, float)) and math.isfinite(self.delta) and self.delta > 0):
             raise ThresholdsError(f"delta must be > 0, got {self.delta}")
-        if not self.eta > 0:
-            raise ThresholdsError(f"eta must be > 0, got {self.eta}")
-        if not (isinstance(self.steps, int) and self.steps >= 1):
-            raise ThresholdsError(f"steps must be a positive integer, got {self.steps}")
-        if self.rho0 < 0 or self.weight_decay < 0:
-            raise ThresholdsError("rho0 and weight_decay must be >= 0")
+        self.problem.validate()
         if self.sphere and self.response == "linear":
             raise UnsupportedError("spherical GD is solved by the sampling back-ends (sources, pathwise)")
-        if self.sphere and not self.rho0 > 0:
-            raise ThresholdsError("spherical GD needs rho0 > 0 (the radius of the sphere)")
         if self.response not in RESPONSES:
             raise ThresholdsError(f"unknown response method {self.response!r}; choose from {', '.join(RESPONSES)}")
         if self.response != "linear" and self.paths < 2 * self.replicas:
@@ -136,8 +141,6 @@ class DMFTSetup:
             raise ThresholdsError(f"m must be a positive integer, got {self.m}")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
-        if self.loss != "square":
-            raise UnsupportedError("the DMFT solver covers the square loss")
 
 
 @dataclass
@@ -197,54 +200,6 @@ def checkpoints(steps: int) -> list[int]:
     """Steps at which the sampling back-ends keep the pre-activations of every path
     (for the t-curve of delta_NN and the escape growth): k steps / 16, k = 1..16."""
     return sorted({max(1, (steps * k) // 16) for k in range(1, 17)})
-
-
-# --- targets ----------------------------------------------------------------
-
-def _draw_targets(link: Link, n: int, g_nodes: int, rng):
-    """y, g (n x k, all latent coordinates) and weights omega for n paths; g by Gauss-Hermite nodes
-    (probabilists', nodes of weight < 1e-12 dropped) when g_nodes > 0 and the link is
-    single-index, each node carrying n/g_nodes paths of the Gaussian process."""
-    f = link.numpy()
-    if g_nodes > 0 and link.k == 1:
-        x, wts = np.polynomial.hermite_e.hermegauss(g_nodes)
-        wts = wts / wts.sum()
-        keep = wts > 1e-12  # nodes far in the tail (|g| > ~7) carry < 1e-12 of the mass and destabilise paths
-        x, wts = x[keep], wts[keep] / wts[keep].sum()
-        g_nodes = x.size
-        idx = np.arange(n) % g_nodes
-        g = x[idx][:, None]
-        counts = np.bincount(idx, minlength=g_nodes)
-        omega = wts[idx] / counts[idx]
-    else:
-        g = rng.standard_normal((n, link.k))
-        omega = np.full(n, 1.0 / n)
-    args = [g[:, i] for i in range(link.k)]
-    if link.noise is not None:
-        args.append(rng.standard_normal(n))
-    y = f(*args)
-    return y, g, omega
-
-
-def _y_moments(link: Link):
-    """Exact E[y], E[y^2]: SymPy when the integrals close; else, for a noiseless single-index
-    link, mpmath quadrature in g (split at the kinks); else the level-set engine."""
-    from .hermite import _expect_exact_multi
-    out = []
-    for power in (1, 2):
-        val = _expect_exact_multi(link.expr**power, link.variables)
-        if val is None and link.k == 1 and link.noise is None:
-            from .catalog import lambdify_mpmath
-            from .gaussian import expect_numeric, kinks
-            var = link.variables[0]
-            val = expect_numeric(lambdify_mpmath([var], link.expr**power), dps=20,
-                                 breakpoints=kinks(link.expr, var)).value
-        elif val is None:
-            from .levelset import LevelSetGram
-            res = LevelSetGram(link.expr, link.variables, [link.expr ** (power - 1)]).run(level=4)
-            val = res.L[0]
-        out.append(float(val))
-    return out[0], out[1]
 
 
 def _affine_coefficients(act: Activation):
@@ -359,8 +314,7 @@ def _cholesky_row(t, L, c_row):
 
 
 def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None, split=None):
-    """One replica: (A, B, C, Cpsi, R, train, law, omega, snapshots, Msig, test); the last two are
-    None without easy directions (Msig: signal overlaps; test: the population risk per step)."""
+    """One replica of the setup's back-end (a :class:`ReplicaRun`)."""
     if setup.response == "sources":
         return _run_sources(setup, act, link, n, rng, progress, split, Ey2)
     T = setup.steps
@@ -374,8 +328,8 @@ def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey,
         affine = _affine_coefficients(act)
         if affine is None:
             raise UnsupportedError("the 'linear' response backend needs an affine activation")
-        return _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2) + (None, None)
-    return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress) + (None, None)
+        return _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2)
+    return _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress)
 
 
 def _check_finite(t, q, u, eta):
@@ -397,20 +351,73 @@ def _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progres
         progress(t)
 
 
+def _sources_targets(link, n, g_nodes, rng, split):
+    """The target paths of the ``sources`` back-end: y, the law's g (the hard coordinate(s), (n,) for
+    r_H = 1, (n, r_H) otherwise), the easy coordinates gE (n, r_E) and the path weights."""
+    y, g_all, omega = draw_targets(link, n, g_nodes, rng)
+    g = (g_all @ split.hard.T if split.hard.shape[0] else g_all[:, :1])
+    g = g[:, 0] if g.shape[1] == 1 else g
+    return y, g, g_all @ split.easy.T, omega
+
+
+def _sources_step(t, setup, psi, omega, nu, eps, gE, Lpsi, Cpsi, A, Bt, Msig):
+    """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the row t of Cpsi, the
+    responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
+    sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
+    Bt and M."""
+    M, P = psi.shape[1], t * psi.shape[1]
+    eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
+    rows = Lpsi[P : P + M, : P + M]
+    Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, : P + M].reshape(t + 1, M, P + M))
+    Cpsi[: t + 1, t] = np.transpose(Cpsi[t, : t + 1], (0, 2, 1))
+    wpsi = omega[:, None] * psi
+    RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
+    RB = math.sqrt(setup.delta) * (wpsi.T @ eps[:, :P])
+    A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
+    Bt[t + 1, :, :P] = (1 - eta * lam) * Bt[t, :, :P] + eta * RB + eta * rows[:, :P]
+    Bt[t + 1, :, P : P + M] = eta * rows[:, P:]
+    Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
+
+
+def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
+    """Spherical GD (module docstring): rescale the coefficients of step t + 1 so that every
+    ||theta_j||^2 = rho0^2 |A_j|^2 + |Bt_j|^2 / delta + |M_j|^2 equals rho0^2."""
+    sq_norm = (rho0**2 * np.sum(A[t + 1] ** 2, axis=1) + np.sum(Bt[t + 1, :, :width] ** 2, axis=1) / delta
+               + np.sum(Msig[t + 1] ** 2, axis=0))
+    scale = rho0 / np.sqrt(sq_norm)
+    A[t + 1] *= scale[:, None]
+    Bt[t + 1] *= scale[:, None]
+    Msig[t + 1] *= scale[None, :]
+
+
+def _whiten(P, psi, omega, Psit, Lpsi):
+    """Gram-Schmidt of the m columns psi_k^t (J = P + k) against the whitened past, twice for
+    orthogonality: fills row J of Lpsi (psi^t = sum_J Lpsi(t, J) psit^J) and, when the innovation is above
+    INNOVATION_FLOOR, the new whitened column Psit[:, J]."""
+    for k in range(psi.shape[1]):
+        J = P + k
+        col = psi[:, k]
+        coef = (omega * col) @ Psit[:, :J]
+        r = col - Psit[:, :J] @ coef
+        fix = (omega * r) @ Psit[:, :J]
+        r -= Psit[:, :J] @ fix
+        coef += fix
+        norm2 = float(omega @ (r * r))
+        Lpsi[J, :J] = coef
+        if norm2 > INNOVATION_FLOOR * max(float(omega @ (col * col)), 1e-300):
+            Lpsi[J, J] = math.sqrt(norm2)
+            Psit[:, J] = r / Lpsi[J, J]
+
+
 def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     """The ``sources`` method of the module docstring, for m >= 1 neurons: sources and
     whitened psi columns are indexed by (step, neuron) pairs J = s m + k.  With easy
     directions (``split.easy`` non-empty) the signal overlaps Msig(t) (r_E x m) enter the
     sample side and follow their own recursion (module docstring, "Easy directions")."""
-    T, eta, delta, lam, rho0, M = (setup.steps, setup.eta, setup.delta, setup.weight_decay, setup.rho0,
-                                   setup.m)
+    T, eta, delta, rho0, M = setup.steps, setup.eta, setup.delta, setup.rho0, setup.m
     kernel = make_psi_kernel_m(act)
-    y, g_all, omega = _draw_targets(link, n, setup.g_nodes, rng)
-    # the law's g: the hard coordinate(s), (n,) for r_H = 1, (n, r_H) otherwise
-    g = (g_all @ split.hard.T if split.hard.shape[0] else g_all[:, :1])
-    g = g[:, 0] if g.shape[1] == 1 else g
+    y, g, gE, omega = _sources_targets(link, n, setup.g_nodes, rng, split)
     rE = split.easy.shape[0]
-    gE = g_all @ split.easy.T                      # (n, r_E) easy coordinates
     Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the easy directions
     test = np.zeros(T + 1) if rE else None
     if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator)
@@ -433,11 +440,11 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     for t in range(T + 1):
         P = t * M
         Bt_t = Bt[t, :, :P]
-        C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])
+        C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
                          + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :P]) / delta)
         C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
         w = rho0 * nu @ A[t].T + (eps[:, :P] @ Bt_t.T) / sq
-        u = w + (Psit[:, :P] @ Bt_t.T) / delta
+        u = w + (Psit[:, :P] @ Bt_t.T) / delta  # eq. (1): the memory term on the whitened psi paths
         if rE:
             u += gE @ Msig[t]
         _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
@@ -451,41 +458,14 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             snaps[t] = u.copy()
         if t == T:
             break
-        for k in range(M):  # Gram-Schmidt of psi_k^t against the whitened past (twice, for orthogonality)
-            J = P + k
-            col = psi[:, k]
-            coef = (omega * col) @ Psit[:, :J]
-            r = col - Psit[:, :J] @ coef
-            fix = (omega * r) @ Psit[:, :J]
-            r -= Psit[:, :J] @ fix
-            coef += fix
-            norm2 = float(omega @ (r * r))
-            Lpsi[J, :J] = coef
-            if norm2 > INNOVATION_FLOOR * max(float(omega @ (col * col)), 1e-300):
-                Lpsi[J, J] = math.sqrt(norm2)
-                Psit[:, J] = r / Lpsi[J, J]
-        rows = Lpsi[P : P + M, : P + M]
-        Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, : P + M].reshape(t + 1, M, P + M))
-        Cpsi[: t + 1, t] = np.transpose(Cpsi[t, : t + 1], (0, 2, 1))
-        # responses on the sources (Gaussian integration by parts) and the weight side
-        wpsi = omega[:, None] * psi
-        RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
-        RB = sq * (wpsi.T @ eps[:, :P])
-        A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
-        Bt[t + 1, :, :P] = (1 - eta * lam) * Bt_t + eta * RB + eta * rows[:, :P]
-        Bt[t + 1, :, P : P + M] = eta * rows[:, P:]
-        Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
+        _whiten(P, psi, omega, Psit, Lpsi)
+        _sources_step(t, setup, psi, omega, nu, eps, gE, Lpsi, Cpsi, A, Bt, Msig)
         if setup.sphere:
-            sq_norm = (rho0**2 * np.sum(A[t + 1] ** 2, axis=1) + np.sum(Bt[t + 1, :, : P + M] ** 2, axis=1) / delta
-                       + np.sum(Msig[t + 1] ** 2, axis=0))
-            scale = rho0 / np.sqrt(sq_norm)
-            A[t + 1] *= scale[:, None]
-            Bt[t + 1] *= scale[:, None]
-            Msig[t + 1] *= scale[None, :]
+            _rescale_to_sphere(t, P + M, A, Bt, Msig, rho0, delta)
     if M == 1:
         A, C, Cpsi, u, w = A[:, 0, 0], C[:, :, 0, 0], Cpsi[:, :, 0, 0], u[:, 0], w[:, 0]
         snaps = {s: v[:, 0] for s, v in snaps.items()}
-    return A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test
+    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test)
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -496,7 +476,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
         act.derivative(2)  # raises NotDifferentiableError with the standard message
     kernel = make_psi_kernel(act, True)
     s0 = compiled_activation(act, True)[0]
-    y, g, omega = _draw_targets(link, n, setup.g_nodes, rng)
+    y, g, omega = draw_targets(link, n, setup.g_nodes, rng)
     g = g[:, 0]
     xi = rng.standard_normal((T + 1, n)).T
     L = np.zeros((T + 1, T + 1))
@@ -534,8 +514,7 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
             scale = rho0 / math.sqrt(rho0**2 * A[t + 1] ** 2 + b_row @ Cpsi[: t + 1, : t + 1] @ b_row / delta)
             A[t + 1] *= scale
             B[t + 1, : t + 1] *= scale
-    law = (u, y, g, w)
-    return A, B, C, Cpsi, R, train, law, omega, snaps
+    return ReplicaRun(A, B, C, Cpsi, R, train, (u, y, g, w), omega, snaps)
 
 
 def _train_loss(u, y, omega, a, b, s0):
@@ -581,7 +560,27 @@ def _run_linear(setup, affine, A, B, C, Cpsi, R, Ey, Ey2):
         R[t, : t + 1] = -ac * ac * F[t, : t + 1]
         _weight_side(t, R, A, B, eta, lam)
     empty = np.zeros(0)
-    return A, B, C, Cpsi, R, train, (empty, empty, empty, empty), np.zeros(0), {}
+    return ReplicaRun(A, B, C, Cpsi, R, train, (empty, empty, empty, empty), np.zeros(0), {})
+
+
+@dataclass
+class ReplicaRun:
+    """One replica of a back-end: kernels (B and R are None for ``sources``, which never forms them; A, C,
+    Cpsi are m x m blocks per step for m > 1), the train loss per step, the paths at the final step
+    ``law`` = (u, y, g, w) with weights ``omega``, the pre-activations at the checkpoints, and with easy
+    directions the signal overlaps M(t) (T+1, r_E, m) and the population risk per step (else None)."""
+
+    A: np.ndarray
+    B: np.ndarray | None
+    C: np.ndarray
+    Cpsi: np.ndarray
+    R: np.ndarray | None
+    train: np.ndarray
+    law: tuple
+    omega: np.ndarray
+    snapshots: dict
+    signal: np.ndarray | None = None
+    test: np.ndarray | None = None
 
 
 RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O(N T^2), no inverse)",
@@ -604,7 +603,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     act = get_activation(setup.activation)
     link = get_link(setup.link)
     split = _link_split(link, setup)
-    Ey, Ey2 = _y_moments(link)
+    Ey, Ey2 = y_moments(link)
     start = time.time()
     replicas = 1 if setup.response == "linear" else setup.replicas
     n = setup.paths // replicas
@@ -613,40 +612,48 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     for r in range(replicas):
         cb = (lambda t, r=r: progress(r * (setup.steps + 1) + t + 1, total)) if progress else None
         outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb, split))
+    (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(
+        mean_se_rows, _per_replica_outputs(setup, act, outs, Ey, Ey2, split.easy.shape[0]))
+    first = outs[0]
+    chi = first.B / setup.eta if first.B is not None else None
+    return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
+                      first.C, first.R, first.Cpsi, chi, *first.law, final_weights=first.omega,
+                      replica_laws=[(o.law[0], o.law[1], o.law[2], o.omega) for o in outs],
+                      snapshots={t: [o.snapshots[t] for o in outs] for t in (first.snapshots or {})},
+                      seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2),
+                      signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
+                      easy_basis=split.easy.tolist() or None)
+
+
+def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
+    """Per replica and step: ||theta||^2 and <theta^t, theta^0> (means over neurons), train and test loss,
+    the signal overlaps M(t) and (1/m) sum_j |M_j|^2 (arrays with one row per replica)."""
     fns = compiled_activation(act, False)
-    train = np.array([o[5] for o in outs])
+    train = np.array([o.train for o in outs])
     if setup.m == 1:
-        norm2 = np.array([np.diag(o[2]) for o in outs])
-        ov = np.array([setup.rho0**2 * o[0] for o in outs])
+        norm2 = np.array([np.diag(o.C) for o in outs])
+        ov = np.array([setup.rho0**2 * o.A for o in outs])
         test = np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row] for row in norm2])
     else:  # per-neuron means of ||theta_j||^2 and <theta_j^t, theta_j^0>
-        diag = [np.einsum("ttjj->tj", o[2]) for o in outs]
+        diag = [np.einsum("ttjj->tj", o.C) for o in outs]
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
-        ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o[0]) / setup.m for o in outs])
+        ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o.A) / setup.m for o in outs])
         sig = act.numpy(0)
-        test = np.array([[_test_loss_m(sig, setup.a, setup.b, o[2][t, t], Ey, Ey2) for t in range(setup.steps + 1)]
+        test = np.array([[_test_loss_m(sig, setup.a, setup.b, o.C[t, t], Ey, Ey2) for t in range(setup.steps + 1)]
                          for o in outs])
-
-    rE = split.easy.shape[0]
-    signal = np.array([o[9] for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
+    signal = np.array([o.signal for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
     easy = np.sum(signal**2, axis=2).mean(axis=2)  # (1/m) sum_j |M_j|^2 per replica and step
     if rE:  # ||theta_j||^2 = C_perp + |M_j|^2; population risk from the replica's own paths
         norm2 = norm2 + easy
-        test = np.array([o[10] for o in outs])
+        test = np.array([o.test for o in outs])
+    return norm2, ov, train, test, signal, easy
 
-    def mean_se(arr):
-        m = arr.mean(axis=0)
-        se = arr.std(axis=0, ddof=1) / math.sqrt(arr.shape[0]) if arr.shape[0] > 1 else np.zeros_like(m)
-        return m, se
 
-    A, B, C, Cpsi, R, _, law, weights, *_ = outs[0]
-    chi = B / setup.eta if B is not None else None
-    (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(
-        mean_se, (norm2, ov, train, test, signal, easy))
+def _notes(setup, split, replicas, n, Ey, Ey2) -> list:
     notes = [f"response: {RESPONSES[setup.response]}",
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error"]
-    if rE:
+    if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "
                   "||theta||^2 = C(t,t) + |M(t)|^2",
@@ -655,12 +662,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     else:
         notes.append("test loss: population risk with w ~ N(0, " + ("||theta||^2" if setup.m == 1 else "C(t,t)")
                      + f") independent of y (null case); E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}")
-    return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
-                      C, R, Cpsi, chi, *law, final_weights=weights,
-                      replica_laws=[(o[6][0], o[6][1], o[6][2], o[7]) for o in outs],
-                      snapshots={t: [o[8][t] for o in outs] for t in (outs[0][8] if outs[0][8] else {})},
-                      seconds=time.time() - start, notes=notes, signal=sg, signal_err=sge,
-                      easy_overlap=eo, easy_overlap_err=eoe, easy_basis=split.easy.tolist() or None)
+    return notes
 
 
 def _link_split(link: Link, setup: DMFTSetup):

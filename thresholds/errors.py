@@ -29,6 +29,10 @@ class UnsupportedError(ThresholdsError):
     """The input is valid but outside what the numerical method handles."""
 
 
+# a squared norm or pre-activation beyond this is reported as divergence (DMFT and finite-d GD alike)
+BLOWUP = 1e8
+
+
 class DivergenceError(ThresholdsError):
     """An expectation or iteration diverges (infinite moment, overflow)."""
 

@@ -112,42 +112,50 @@ class _Builder:
                 return operand
             self.fail(f"operator {type(node.op).__name__} is not allowed")
         if isinstance(node, ast.BinOp):
-            if isinstance(node.op, ast.BitXor):
-                self.fail("'^' is not a power here; use '**'")
-            left = self.build(node.left, depth + 1)
-            right = self.build(node.right, depth + 1)
-            if isinstance(node.op, ast.Add):
-                return left + right
-            if isinstance(node.op, ast.Sub):
-                return left - right
-            if isinstance(node.op, ast.Mult):
-                return left * right
-            if isinstance(node.op, ast.Div):
-                if right == 0:
-                    self.fail("division by zero")
-                return left / right
-            if isinstance(node.op, ast.Pow):
-                if right.is_number and right.is_real and abs(float(right)) > MAX_POWER:
-                    self.fail(f"exponent {right} exceeds the limit {MAX_POWER}")
-                if not right.is_number:
-                    self.fail("exponents must be numbers")
-                return left**right
-            self.fail(f"operator {type(node.op).__name__} is not allowed")
+            return self._binop(node, depth)
         if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name):
-                self.fail("only calls of whitelisted functions by name are allowed")
-            name = node.func.id
-            if name not in FUNCTIONS:
-                known = ", ".join(sorted(FUNCTIONS))
-                self.fail(f"unknown function {name!r} (known: {known})")
-            if node.keywords:
-                self.fail(f"{name}() takes no keyword arguments")
-            nargs, builder = FUNCTIONS[name]
-            if len(node.args) != nargs:
-                self.fail(f"{name}() takes {nargs} argument(s), got {len(node.args)}")
-            args = [self.build(a, depth + 1) for a in node.args]
-            return builder(*args)
+            return self._call(node, depth)
         self.fail(f"{type(node).__name__} is not allowed")
+
+    def _binop(self, node: ast.BinOp, depth: int):
+        """+ - * / ** of two whitelisted subexpressions (numeric exponents within MAX_POWER)."""
+        if isinstance(node.op, ast.BitXor):
+            self.fail("'^' is not a power here; use '**'")
+        left = self.build(node.left, depth + 1)
+        right = self.build(node.right, depth + 1)
+        if isinstance(node.op, ast.Add):
+            return left + right
+        if isinstance(node.op, ast.Sub):
+            return left - right
+        if isinstance(node.op, ast.Mult):
+            return left * right
+        if isinstance(node.op, ast.Div):
+            if right == 0:
+                self.fail("division by zero")
+            return left / right
+        if isinstance(node.op, ast.Pow):
+            if right.is_number and right.is_real and abs(float(right)) > MAX_POWER:
+                self.fail(f"exponent {right} exceeds the limit {MAX_POWER}")
+            if not right.is_number:
+                self.fail("exponents must be numbers")
+            return left**right
+        self.fail(f"operator {type(node.op).__name__} is not allowed")
+
+    def _call(self, node: ast.Call, depth: int):
+        """A whitelisted function called by name with its number of positional arguments."""
+        if not isinstance(node.func, ast.Name):
+            self.fail("only calls of whitelisted functions by name are allowed")
+        name = node.func.id
+        if name not in FUNCTIONS:
+            known = ", ".join(sorted(FUNCTIONS))
+            self.fail(f"unknown function {name!r} (known: {known})")
+        if node.keywords:
+            self.fail(f"{name}() takes no keyword arguments")
+        nargs, builder = FUNCTIONS[name]
+        if len(node.args) != nargs:
+            self.fail(f"{name}() takes {nargs} argument(s), got {len(node.args)}")
+        args = [self.build(a, depth + 1) for a in node.args]
+        return builder(*args)
 
 
 def parse_expression(text: str, allowed_symbols: Iterable[str]) -> sp.Expr:

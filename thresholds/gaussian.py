@@ -113,7 +113,7 @@ def _whole_line_term(term, x):
     return coeff * s**(n + 1) * _erf_moment(n, c * s)
 
 
-def _intervals_of(expr, x):
+def intervals_of(expr, x):
     """Split a piecewise expression into [(piece, a, b)] over disjoint intervals."""
     pw = sp.piecewise_fold(expr.rewrite(sp.Piecewise))
     if not isinstance(pw, sp.Piecewise):
@@ -148,7 +148,7 @@ def expect_exact(expr, x):
     if expr.has(sp.Piecewise, sp.Abs, sp.sign, sp.Heaviside, sp.Max, sp.Min):
         if expr.free_symbols - {x}:
             return None
-        pieces = _intervals_of(expr, x)
+        pieces = intervals_of(expr, x)
         if pieces is None:
             return None
         total = sp.Integer(0)

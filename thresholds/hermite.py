@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import mpmath
 import sympy as sp
 
-from .alg import _hermite_multi
+from .alg import hermite_multi
 from .catalog import Activation, Link, X, get_activation, get_link, lambdify_mpmath
 from .gaussian import expect_exact, expect_numeric, kinks
 from .levelset import LevelSetGram
@@ -51,7 +51,7 @@ class HermiteCoefficient:
                 "method": self.method}
 
 
-def _expect_exact_multi(expr, variables):
+def expect_exact_multi(expr, variables):
     """Iterated exact Gaussian expectation over ``variables`` (None if any step fails)."""
     out = sp.expand(expr)
     for v in variables:
@@ -110,7 +110,7 @@ def link_hermite(spec: str | Link, order: int, *, dps: int = 30) -> dict[str, li
     result = {}
     for zi in link.latent:
         others = [v for v in link.variables if v != zi]
-        reduced = _expect_exact_multi(link.expr, others)
+        reduced = expect_exact_multi(link.expr, others)
         coeffs = []
         if reduced is not None and not reduced.free_symbols - {zi}:
             coeffs = hermite_coefficients(reduced, zi, order, dps=dps)
@@ -134,8 +134,8 @@ def information_exponent(spec: str | Link, *, max_order: int = 8) -> int | None:
     link = get_link(spec) if isinstance(spec, str) else spec
     g = list(link.latent)
     for j in range(1, max_order + 1):
-        funcs = _hermite_multi(g, j)
-        exact_vals = [_expect_exact_multi(link.expr * f, link.variables) for f in funcs]
+        funcs = hermite_multi(g, j)
+        exact_vals = [expect_exact_multi(link.expr * f, link.variables) for f in funcs]
         if all(v is not None for v in exact_vals):
             if any(v != 0 for v in exact_vals):
                 return j

@@ -1,28 +1,34 @@
-"""Hessian of the empirical risk at the point reached by the first phase of GD
-(THEORY sections 2 and 4, m = 1): the building block of delta_NN.
+"""Hessian of the empirical risk at the point reached by the first phase of GD: the building block of
+delta_NN (Montanari & Wang 2026, arXiv 2602.01434; THEORY.md sections 2 and 4).
 
-With u = theta^T x and the DMFT law of (u^t, y, g) at step t, the scaled
-Hessian H = Hess R (m = 1) is the spiked matrix (1/n) sum_i G_i x_i x_i^T with
+With u_j = theta_j^T x and a first-phase law of (u^t, y, g_H) at step t (thresholds.laws), the scaled
+Hessian H = m Hess R is the spiked matrix
 
-    G = a^2 sigma'(u + b)^2 - (y - a sigma(u + b)) a sigma''(u + b)   (= -psi'(u, y)),
+    H = (1/n) sum_i W_i (x) x_i x_i^T,                                                   (1)
+    W_jk = (a^2/m) sigma'_j sigma'_k - 1[j = k] (y - f) a sigma''_j,  f = (a/m) sum_j sigma(u_j + b),   (2)
+    m = 1:  G = a^2 sigma'(u + b)^2 - (y - a sigma(u + b)) a sigma''(u + b)  (= -psi'(u, y)),          (3)
 
-and M = g_H^2 for the hard direction (g_H the hard coordinate; easy directions enter through
-the law of u, THEORY section 1).  Its bulk and its
-outliers along theta_* come from the spectral engine (thresholds.outlier).
+with the spike weight g_H^2 (g_H g_H^T for r_H > 1) along the hard directions (easy directions enter
+through the law of u, THEORY.md section 1).  A negative hard outlier exists iff
 
-Treatment of an unbounded G: the law used is the empirical law of the DMFT
-paths of each replica.  When G is unbounded below in the exact law (e.g.
-y = g^2 with sigma'' != 0, where G ~ -y a sigma''), the sample minimum, and
-with it the computed left edge, moves down as the number of paths grows; the
-spread over replicas (each with paths/replicas paths) is reported, and a
-left edge below 0 is reported as "not settled" (negative curvature in bulk
-directions: the first phase has not reached a local minimum), never as a
-threshold.  The hard-outlier indicator -S(min(0, left edge)) is also
-recomputed on the law clipped from below at its 1e-3 quantile (a finite-n
-truncation of the tail); the two agree when the extreme paths do not drive
-the answer, and delta_NN reports the threshold under both.
+    I = -lambda_min S(alpha at min(0, left bulk edge)) > 0                               (4)
+
+(THEORY.md section 4: S decreases left of the bulk).  Three outlier engines compute (4), one per kind
+of network, behind the table ``ENGINES``, each returning a :class:`ReplicaSpectrum` for one replica:
+``scalar`` (m = 1, thresholds.outlier), ``matrix`` (m > 1, the (m r_H) x (m r_H) outlier matrix of
+thresholds.stieltjes_m) and ``mean_field`` (m -> inf, the sector equations of thresholds.meanfield).
+Replicas are averaged into a :class:`HessianSpectrum` (mean +- s.e.).  Spherical GD (m = 1): the
+Riemannian Hessian is (1) minus mu I, mu = theta^T grad R / rho0^2 (``sphere_shift``).
+
+Treatment of an unbounded G: the law used is the empirical law of the paths (or samples) of each
+replica.  When G is unbounded below in the exact law (e.g. y = g^2 with sigma'' != 0, where
+G ~ -y a sigma''), the sample minimum, and with it the computed left edge, moves down as the number of
+samples grows; the spread over replicas is reported, and a left edge below 0 is reported as "not
+settled" (negative curvature in bulk directions: the first phase has not reached a local minimum),
+never as a threshold.  The indicator (4) is also recomputed on the law clipped from below at its 1e-3
+quantile (a finite-n truncation of the tail); the two agree when the extreme samples do not drive the
+answer, and delta_NN reports the threshold under both.
 """
-
 from __future__ import annotations
 
 import math
@@ -32,13 +38,15 @@ import numpy as np
 
 from .catalog import get_activation
 from .dmft import DMFTSetup, solve_dmft
-from .errors import DivergenceError, UnsupportedError
-from .outlier import _negative_indicator, lowest_outlier, spectrum
+from .errors import UnsupportedError
+from .laws import FirstPhaseLaw, dmft_law
+from .numbers import mean_se
+from .outlier import lowest_outlier, negative_indicator, spectrum
 from .stieltjes import WeightLaw, bulk_edges, spike_weight
 
 
 def hessian_weight(activation, a: float, b: float, u, y):
-    """G = a^2 sigma'(u+b)^2 - (y - a sigma(u+b)) a sigma''(u+b) (needs sigma'')."""
+    """Eq. (3): G = a^2 sigma'(u+b)^2 - (y - a sigma(u+b)) a sigma''(u+b) (needs sigma'')."""
     act = get_activation(activation) if isinstance(activation, str) else activation
     s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)
     z = np.asarray(u) + b
@@ -46,7 +54,7 @@ def hessian_weight(activation, a: float, b: float, u, y):
 
 
 def hessian_weight_m(activation, a: float, b: float, U, y):
-    """W (n, m, m) of THEORY section 2 for width m: W_jk = (a^2/m) sigma'_j sigma'_k
+    """Eq. (2), W (n, m, m) for width m (THEORY.md section 2): W_jk = (a^2/m) sigma'_j sigma'_k
     - 1[j = k] (y - f) a sigma''_j with f = (a/m) sum_j sigma(u_j + b)."""
     act = get_activation(activation) if isinstance(activation, str) else activation
     s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)
@@ -100,12 +108,6 @@ class HessianSpectrum:
                 "notes": self.notes}
 
 
-def _mean_se(values):
-    v = np.asarray(values, dtype=float)
-    se = v.std(ddof=1) / math.sqrt(v.size) if v.size > 1 else 0.0
-    return float(v.mean()), float(se)
-
-
 CLIP_QUANTILE = 1e-3  # tail-sensitivity check: the law of G clipped at this lower quantile
 
 
@@ -125,9 +127,35 @@ def sphere_shift(act, setup, u, y, w) -> float:
     return float(-np.sum(np.asarray(w) * psi * np.asarray(u)) / setup.rho0**2)
 
 
-def _one_law(act, setup, delta, u, y, g, w, outliers=True):
-    """Edges, negative indicator (plain and tail-clipped) and outliers of one replica's law,
-    all for the Riemannian Hessian (shifted by -mu) when GD runs on the sphere."""
+@dataclass(frozen=True)
+class HardOutlier:
+    """A located hard outlier: eigenvalue z (Riemannian on the sphere), its side of the bulk and the
+    squared overlap of its eigenvector with the hard subspace (nan where an engine does not compute it)."""
+
+    side: str
+    z: float
+    overlap2: float
+
+
+@dataclass(frozen=True)
+class ReplicaSpectrum:
+    """What every outlier engine returns for one replica's law at one step (``ENGINES``): bulk edges
+    (``right_edge`` nan where not computed), the negative-outlier indicator -S(min(0, left edge)) plain
+    and on the tail-clipped law, the lowest hard outlier below 0 (nan: none), the located outliers,
+    and for m -> inf the (antisymmetric, symmetric) sectors' indicators (thresholds.meanfield)."""
+
+    left_edge: float
+    right_edge: float
+    indicator: float
+    indicator_clipped: float
+    lowest_z: float
+    outliers: tuple = ()
+    sectors: tuple | None = None
+
+
+def _one_law(act, setup, delta, u, y, g, w, outliers=True) -> ReplicaSpectrum:
+    """Scalar engine (m = 1, thresholds.outlier): edges, negative indicator (plain and tail-clipped) and
+    outliers of one replica's law, all for the Riemannian Hessian (shifted by -mu) on the sphere."""
     G = hessian_weight(act, setup.a, setup.b, u, y)
     M = spike_weight(g)  # g_H^2, or the r_H x r_H matrix g_H g_H^T
     mu = sphere_shift(act, setup, u, y, w) if setup.sphere else 0.0
@@ -138,10 +166,9 @@ def _one_law(act, setup, delta, u, y, g, w, outliers=True):
     else:
         (left, right), found = bulk_edges(law, delta), []
     clipped = WeightLaw.from_nodes(_clip_lower(G, np.asarray(w), CLIP_QUANTILE), w, M, description="clipped")
-    for o in found:
-        o.z -= mu
     z_low, ind = lowest_outlier(law, delta, mu, edges=(left, right))
-    return (left.z - mu, right.z - mu, ind, _negative_indicator(clipped, delta, mu), found, z_low - mu)
+    return ReplicaSpectrum(left.z - mu, right.z - mu, ind, negative_indicator(clipped, delta, mu), z_low - mu,
+                           tuple(HardOutlier(o.side, o.z - mu, o.overlap2) for o in found))
 
 
 def _clip_lower_m(W, w, q):
@@ -152,34 +179,29 @@ def _clip_lower_m(W, w, q):
     return np.einsum("nij,nj,nkj->nik", vecs, np.maximum(vals, floor), vecs)
 
 
-def _one_law_m(act, setup, delta, U, y, g, w, outliers=True):
-    """``_one_law`` for width m > 1 with the m x m engine (thresholds.stieltjes_m): left edge,
-    negative indicator (plain and with the lowest eigenvalues of W clipped), the lowest hard
-    outlier (located at every step, as for m = 1; its overlap^2 only when ``outliers``).
-    The right edge is not computed (nan)."""
-    from types import SimpleNamespace
-
-    from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator
+def _one_law_m(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum:
+    """Matrix engine (width m > 1, thresholds.stieltjes_m): left edge, negative indicator (plain and with
+    the lowest eigenvalues of W clipped), the lowest hard outlier (located at every step, as for m = 1;
+    reported with its overlap^2 only when ``outliers``).  The right edge is not computed (nan)."""
+    from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator as indicator_m
     W = hessian_weight_m(act, setup.a, setup.b, U, y)
     w = np.asarray(w, dtype=float)
     h = spike_weight(g)  # r_H > 1: the (m r_H) x (m r_H) outlier matrix
     law = MatrixLaw(W, h, w)
     edge = left_edge(law, delta)
-    ind, _ = negative_indicator(law, delta, edge)
+    ind, _ = indicator_m(law, delta, edge)
     clipped = MatrixLaw(_clip_lower_m(W, w, CLIP_QUANTILE), h, w)
-    cind, _ = negative_indicator(clipped, delta)
+    cind, _ = indicator_m(clipped, delta)
     z_low, overlap2 = lowest_m(law, delta, edge)
-    found = [SimpleNamespace(side="left", z=z_low, overlap2=overlap2)] if outliers and np.isfinite(z_low) else []
-    return (edge.z, math.nan, ind, cind, found, z_low)
+    found = (HardOutlier("left", z_low, overlap2),) if outliers and np.isfinite(z_low) else ()
+    return ReplicaSpectrum(edge.z, math.nan, ind, cind, z_low, found)
 
 
-def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True):
-    """``_one_law`` in the wide limit m -> inf (thresholds.meanfield), the m neurons of the law standing in
+def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum:
+    """Sector engine, the wide limit m -> inf (thresholds.meanfield), the m neurons of the law standing in
     for the population: left edge of the pooled law of D, the larger of the two sectors' indicators (plain
     and with D clipped from below at its pooled 1e-3 quantile), the lowest hard outlier of either sector,
-    and the sectors' indicators (antisymmetric, symmetric) as a 7th entry.  The right edge is not computed."""
-    from types import SimpleNamespace
-
+    and the sectors' indicators.  The right edge is not computed (nan)."""
     from .meanfield import PopulationLaw, lowest_outlier as lowest_mf, sectors
     law = PopulationLaw.from_samples(act, setup.a, setup.b, U, y, g, w)
     res = sectors(law, delta)
@@ -187,27 +209,36 @@ def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True):
     clipped = sectors(PopulationLaw(np.maximum(law.D, floor), law.v, law.h, law.w), delta)
     zs = [lowest_mf(law, delta, s, res) for s in ("antisymmetric", "symmetric")]
     z_low = min((z for z in zs if np.isfinite(z)), default=math.nan)
-    found = [SimpleNamespace(side="left", z=z_low, overlap2=math.nan)] if outliers and np.isfinite(z_low) else []
-    return (res.left_edge, math.nan, res.indicator, clipped.indicator, found, z_low,
-            (res.antisymmetric, res.symmetric))
+    found = (HardOutlier("left", z_low, math.nan),) if outliers and np.isfinite(z_low) else ()
+    return ReplicaSpectrum(res.left_edge, math.nan, res.indicator, clipped.indicator, z_low, found,
+                           (res.antisymmetric, res.symmetric))
 
 
-def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
-    lefts, rights, indicators, clipped, found, z_low = zip(*(p[:6] for p in per_replica))
-    left, left_se = _mean_se(lefts)
-    right, right_se = _mean_se(rights)
-    ind, ind_se = _mean_se(indicators)
-    cind, cind_se = _mean_se(clipped)
+# the outlier engines, one per kind of network; each maps one replica's law to a ReplicaSpectrum
+ENGINES = {"scalar": _one_law, "matrix": _one_law_m, "mean_field": _one_law_mf}
+
+
+def engine_name(setup: DMFTSetup, mean_field: bool = False) -> str:
+    """The engine of ``ENGINES`` for a setup: m = 1 scalar, m > 1 matrix, m -> inf the sectors."""
+    return "mean_field" if mean_field else "scalar" if setup.m == 1 else "matrix"
+
+
+def _aggregate(setup, per_replica: list, step) -> "HessianSpectrum":
+    """Mean +- s.e. over the replicas' ReplicaSpectrum records at one step."""
+    left, left_se = mean_se([p.left_edge for p in per_replica])
+    right, right_se = mean_se([p.right_edge for p in per_replica])
+    ind, ind_se = mean_se([p.indicator for p in per_replica])
+    cind, cind_se = mean_se([p.indicator_clipped for p in per_replica])
     outliers = []
     for side in ("left", "right"):
         pick = min if side == "left" else max
-        best = [pick((o for o in f if o.side == side), key=lambda o: o.z) for f in found
-                if any(o.side == side for o in f)]
+        best = [pick((o for o in p.outliers if o.side == side), key=lambda o: o.z) for p in per_replica
+                if any(o.side == side for o in p.outliers)]
         if best:
-            z, z_se = _mean_se([o.z for o in best])
-            o2, o2_se = _mean_se([o.overlap2 for o in best])
+            z, z_se = mean_se([o.z for o in best])
+            o2, o2_se = mean_se([o.overlap2 for o in best])
             outliers.append({"side": side, "z": z, "z_err": z_se, "overlap2": o2, "overlap2_err": o2_se,
-                             "replicas_with_outlier": len(best), "replicas": len(found)})
+                             "replicas_with_outlier": len(best), "replicas": len(per_replica)})
     notes = [f"law: empirical law of {setup.paths // setup.replicas} DMFT paths per replica, "
              f"{setup.replicas} replicas (mean +- s.e.), after {step} steps"]
     if setup.sphere:
@@ -217,15 +248,15 @@ def _aggregate(setup, per_replica, step) -> "HessianSpectrum":
         notes.append("left bulk edge below 0: negative curvature in bulk directions, the first phase has not "
                      "settled at this step (not a threshold)")
     sectors = ()
-    if all(len(p) > 6 for p in per_replica):  # m -> inf: (antisymmetric, symmetric) indicators
-        sectors = tuple(v for k in range(2) for v in _mean_se([p[6][k] for p in per_replica]))
+    if all(p.sectors is not None for p in per_replica):  # m -> inf: (antisymmetric, symmetric) indicators
+        sectors = tuple(v for k in range(2) for v in mean_se([p.sectors[k] for p in per_replica]))
     return HessianSpectrum(setup, left, left_se, right, right_se, settled, ind, ind_se, outliers, notes,
                            step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se,
-                           hard_z=list(z_low), sectors=sectors)
+                           hard_z=[p.lowest_z for p in per_replica], sectors=sectors)
 
 
-def _hessian_activation(setup: DMFTSetup):
-    """The activation, once the setup is known to be covered: sigma'' defined, m = 1 with --sphere,
+def check_supported(setup: DMFTSetup):
+    """The activation, once the setup is known to be covered by the Hessian engines: sigma'' defined, m = 1 for spherical GD,
     and a hard subspace the outlier equation covers (``hard_dimension``; easy directions enter
     through the law of u)."""
     if setup.m != 1 and setup.sphere:
@@ -256,72 +287,29 @@ def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outl
     The outliers themselves (a grid search in alpha, the costly part) are located at the
     ``"final"`` step only, at ``"all"`` steps or at ``"none"``; edges and the negative-outlier
     indicator are computed at every step."""
-    act = _hessian_activation(setup)
+    check_supported(setup)
     res = solve_dmft(setup, cache=cache, progress=progress)
-    laws = res.replica_laws
-    snaps = res.snapshots or {setup.steps: [law[0] for law in laws]}
-    return _spectra(act, setup, {step: [(u, y, g, w) for u, (_, y, g, w) in zip(us, laws)]
-                                 for step, us in snaps.items()}, outliers)
+    return spectra_of_law(setup, dmft_law(res), outliers=outliers)
 
 
-def _spectra(act, setup, laws_by_step, outliers, law_note=None, mean_field=False) -> dict:
-    """step -> HessianSpectrum from the per-replica laws [(u, y, g, w)] of every step; ``mean_field``: the
-    m -> inf sector equations on a law of width m >= 2 (``_one_law_mf``)."""
+def spectra_of_law(setup: DMFTSetup, law: FirstPhaseLaw, *, outliers: str = "final",
+                   mean_field: bool = False) -> dict:
+    """step -> HessianSpectrum from a first-phase law (thresholds.laws: the DMFT paths, a finite-d
+    sample, ...) with the replicas of every step; ``outliers`` as in :func:`hessian_spectra`;
+    ``mean_field``: the m -> inf sector equations on a law of width m >= 2 (``_one_law_mf``)."""
+    act = check_supported(setup)
+    note = law.note
+    if note is not None and mean_field:
+        note += f"; m -> inf Hessian on the law of width {setup.m}"
     out = {}
-    for step in sorted(laws_by_step):
+    for step in sorted(law.steps):
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
-        one = _one_law_mf if mean_field else _one_law if setup.m == 1 else _one_law_m
-        per = [one(act, setup, setup.delta, u, y, g, w, want) for u, y, g, w in laws_by_step[step]]
+        one = ENGINES[engine_name(setup, mean_field)]
+        per = [one(act, setup, setup.delta, r.u, r.y, r.g, r.w, want) for r in law.steps[step]]
         out[step] = _aggregate(setup, per, step)
-        if law_note:
-            out[step].notes[0] = law_note + f", after {step} steps"
+        if note:
+            out[step].notes[0] = note + f", after {step} steps"
     return out
-
-
-def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None,
-                       dtype: str = "float64", final_only: bool = False, mean_field: bool = False) -> dict:
-    """The same spectra with the law of (u, y, g_H) taken from finite-d GD restricted to the
-    complement of the hard direction (THEORY section 3, the cross-check that needs no long DMFT):
-    ``setup.replicas`` independent seeds at dimension ``d`` play the part of the replicas,
-    each contributing its n = delta d training samples at every checkpoint; the d = inf
-    spectral equations of section 4 are then applied to that empirical law.  ``dtype`` is the
-    storage of the simulator's data and weights (its sums are float64 either way).  With
-    ``final_only`` the spectrum is computed at the last step only (not at every checkpoint).  With
-    ``mean_field`` the Hessian is that of the wide limit m -> inf (thresholds.meanfield), the setup's m
-    neurons standing in for the population."""
-    from validation.simulate import GDSetup, run_gd
-
-    from .catalog import get_link
-    from .dmft import checkpoints
-    from .alg import latent_split
-    act = _hessian_activation(setup)
-    link = get_link(setup.link)
-    hard = latent_split(link).hard  # rows; the latent coordinates are the first k axes of the simulator
-    steps = [setup.steps] if final_only else checkpoints(setup.steps)
-    laws = {s: [] for s in steps}
-    for r in range(setup.replicas):
-        try:
-            run = run_gd(GDSetup(setup.activation, setup.link, setup.delta, d, setup.eta, setup.steps,
-                                 a=setup.a, b=setup.b, rho0=setup.rho0, weight_decay=setup.weight_decay,
-                                 m=setup.m, complement=True, sphere=setup.sphere, seed=1000 * setup.seed + r,
-                                 n_test=200, test_loss=False, dtype=dtype),
-                         snapshots=steps, progress=(lambda t, r=r: progress(r * (setup.steps + 1) + t + 1,
-                                                                             setup.replicas * (setup.steps + 1)))
-                         if progress else None)
-        except FloatingPointError as exc:
-            raise DivergenceError(f"finite-d GD diverged ({exc}) at delta = {setup.delta:g}, eta = {setup.eta:g}") \
-                from None
-        X, y = run.data
-        y = y.astype(float)
-        g = X[:, : link.k].astype(float) @ hard.T
-        g = g[:, 0] if g.shape[1] == 1 else g
-        w = np.full(y.size, 1.0 / y.size)
-        for s in steps:
-            u = run.snapshots[s].astype(float)
-            laws[s].append((u[:, 0] if setup.m == 1 else u, y, g, w))
-    return _spectra(act, setup, laws, outliers, f"law: empirical law of finite-d GD restricted to the "
-                    f"complement, d = {d}, {setup.replicas} seeds, {dtype} data (mean +- s.e.)"
-                    + (f"; m -> inf Hessian on the law of width {setup.m}" if mean_field else ""), mean_field)
 
 
 def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:

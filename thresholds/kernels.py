@@ -1,6 +1,6 @@
 """numba kernels for per-sample quantities of the two-layer network (m = 1).
 
-Conventions (THEORY section 2): f = a sigma(u + b), square loss l = (y - f)^2/2,
+Conventions (THEORY.md section 2): f = a sigma(u + b), square loss l = (y - f)^2/2,
 psi(u, y) = -dl/du = (y - f) a sigma'(u + b),
 psi'(u, y) = d psi/du = -a^2 sigma'^2 + (y - f) a sigma'' = -G (the Hessian weight).
 The activation and its derivatives are compiled from SymPy once per

@@ -1,10 +1,10 @@
 """Conditional moments of a link on its level sets (float64 engine, any k <= 3).
 
 For a link y = h(V) of standard Gaussian variables V (latent z's and the
-noise eps), the thresholds of THEORY section 1 need Gram functionals
+noise eps), the thresholds of THEORY.md section 1 need Gram functionals
 
-    Q_ab = E_{y, g_E}[ E[A_a | y, g_E] E[A_b | y, g_E] ]       (p x p)
-    L_a  = E[ y A_a ]
+    Q_ab = E_{y, g_E}[ E[A_a | y, g_E] E[A_b | y, g_E] ]       (p x p)                  (1)
+    L_a  = E[ y A_a ]                                                                   (2)
 
 for a list of functions A_1..A_p of V, optionally conditioning also on a set
 of "given" variables g_E (the easy coordinates).  Method (documented in the

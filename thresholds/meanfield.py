@@ -1,10 +1,10 @@
-"""The Hessian's hard outliers in the wide limit m -> inf (after d -> inf), THEORY sections 2 and 4.
+"""The Hessian's hard outliers in the wide limit m -> inf (after d -> inf), THEORY.md sections 2 and 4.
 
 Setting.  Width m, the 1/m network and the scaled Hessian H = m Hess R = (1/n) sum_i W_i (x) x_i x_i^T
-of THEORY section 2, with one a and one b for every neuron, so that the first-phase law of the
+of THEORY.md section 2, with one a and one b for every neuron, so that the first-phase law of the
 neurons is exchangeable.  Per sample the m x m weight splits as
 
-    W = diag(D) + (1/m) v v^T,   D_j = -(y - f) a sigma''(u_j + b),   v_j = a sigma'(u_j + b),
+    W = diag(D) + (1/m) v v^T,   D_j = -(y - f) a sigma''(u_j + b),   v_j = a sigma'(u_j + b),   (1)
 
 with f = (a/m) sum_j sigma(u_j + b).  Write <.> for the average over the neurons of one sample.
 
@@ -18,17 +18,17 @@ neuron moves by the same hard vector, eigenvector 1 (x) e) and the m - 1 mixes o
   one generalized Marchenko-Pastur matrix per neuron with weights D_j (one law for every neuron,
   the pooled law of D), the second is positive semi-definite of rank n << m d.  So the left edge
   of the bulk is that of the scalar equation with G = D, and alpha_1 solves it:
-  alpha_1 = 1 / (-z + E[k_0]),  k_0 = D / (1 + alpha_1 D / delta).
+  alpha_1 = 1 / (-z + E[k_0]),  k_0 = D / (1 + alpha_1 D / delta).                        (2)
 * Antisymmetric sector.  The off-diagonal entries of K are O(1/m), the diagonal ones k_0 + O(1/m):
-  S_A = I / alpha_1 + E[k_0 (g_H g_H^T - I)], the scalar engine (thresholds.outlier) on the pooled
+  S_A = I / alpha_1 + E[k_0 (g_H g_H^T - I)]  (3), the scalar engine (thresholds.outlier) on the pooled
   law of D.  It is the limit of the block-diagonal approximation (thresholds.stieltjes_m).
 * Symmetric sector.  kappa_s = (1/m) 1^T K 1 stays O(1) and keeps the rank-one part of W:
-  alpha_s = alpha_1 + alpha_2 = 1 / (-z + E[kappa_s]),  S_S = I / alpha_s + E[kappa_s (g_H g_H^T - I)].
+  alpha_s = alpha_1 + alpha_2 = 1 / (-z + E[kappa_s]),  S_S = I / alpha_s + E[kappa_s (g_H g_H^T - I)].  (4)
   With Lambda = I + alpha_1 diag(D) / delta, K = (I + W alpha / delta)^{-1} W and
   W alpha = alpha_1 diag(D) + (1/m) Y Z^T,  Y = [v, D],  Z = [alpha_1 v + alpha_2 <v> 1, alpha_2 1],
   the Woodbury identity gives, exactly at any m (``kappa_sym``),
 
-      kappa_s = <q/lambda> - <y^T/lambda> (delta I_2 + <z y^T/lambda>)^{-1} <z q/lambda>,
+      kappa_s = <q/lambda> - <y^T/lambda> (delta I_2 + <z y^T/lambda>)^{-1} <z q/lambda>,     (5)
       q = W 1 = D + <v> v,
 
   (y_j, z_j the rows of Y, Z; lambda_j = 1 + alpha_1 D_j / delta).
@@ -38,8 +38,8 @@ is negative (each decreases in z on the branch, as in the scalar case); the indi
 sector is minus that eigenvalue.
 
 The law.  The formulas need, per sample, the population of neurons (u_j) and the output f; a
-first-phase law of finite width M (thresholds.hessian: finite-d GD restricted to the complement
-of the hard subspace, M neurons) stands in for the population, and every average <.> is over
+first-phase law of finite width M (thresholds.laws; by default the finite-d GD law of the validation
+layer: GD restricted to the complement of the hard subspace, M neurons) stands in for the population, and every average <.> is over
 its M neurons.  The m -> inf limit of that law is not taken: results say which M they used, and
 the dependence on M is measured (validation/reports/width/meanfield.md).
 """
@@ -54,13 +54,13 @@ import numpy as np
 from scipy import optimize
 
 from .errors import ConvergenceError, DivergenceError, ThresholdsError
-from .outlier import S_matrix as scalar_S, _alpha_at_level
+from .outlier import S_matrix as scalar_S, alpha_at_level
 from .stieltjes import WeightLaw, bulk_edges, spike_weight, z_of_alpha
 
 
 def population_weights(act, a: float, b: float, U, y):
     """(D, v), each (n, M): D_j = -(y - f) a sigma''(u_j + b) and v_j = a sigma'(u_j + b) with
-    f = (a/M) sum_j sigma(u_j + b) (THEORY section 2, W = diag(D) + v v^T / M)."""
+    f = (a/M) sum_j sigma(u_j + b) (THEORY.md section 2, W = diag(D) + v v^T / M)."""
     s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)
     Z = np.asarray(U, dtype=float) + b
     r = np.asarray(y, dtype=float) - a * s0(Z).mean(axis=1)
@@ -115,7 +115,7 @@ class PopulationLaw:
 
 def kappa_sym(D, v, alpha1: float, alpha2: float, delta: float):
     """kappa_s = (1/M) 1^T K 1 per sample, K = (I + W alpha/delta)^{-1} W with W = diag(D) + v v^T/M and
-    alpha = alpha1 I + (alpha2/M) 1 1^T (Woodbury with the rank-2 term of W alpha; module docstring).
+    alpha = alpha1 I + (alpha2/M) 1 1^T (Woodbury with the rank-2 term of W alpha; eq. (5)).
     Exact at any M."""
     D = np.asarray(D, dtype=float)
     v = np.asarray(v, dtype=float)
@@ -184,7 +184,7 @@ class SectorResult:
 
 
 def sector_matrices(law: PopulationLaw, delta: float, alpha1: float):
-    """(S_A, S_S, alpha_s) at alpha_1 on the left branch of the pooled-D law."""
+    """(S_A, S_S, alpha_s) of eqs. (3)-(4) at alpha_1 on the left branch of the pooled-D law."""
     S_A = scalar_S(law.pooled, delta, alpha1)
     a_s = alpha_sym(law, delta, alpha1)
     S_S = np.eye(law.r) / a_s + _sym_moments(law, delta, alpha1, a_s)[1]
@@ -196,7 +196,7 @@ def sectors(law: PopulationLaw, delta: float) -> SectorResult:
     pooled = law.pooled
     edges = bulk_edges(pooled, delta)
     left = edges[0].z
-    alpha1 = _alpha_at_level(pooled, delta, 0.0, edges)
+    alpha1 = alpha_at_level(pooled, delta, 0.0, edges)
     if alpha1 is None:  # D >= 0: H is positive semi-definite, no negative outlier in either sector
         return SectorResult(-1.0, -1.0, left, math.nan, math.nan, math.nan, law.M)
     S_A, S_S, a_s = sector_matrices(law, delta, alpha1)

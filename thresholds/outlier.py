@@ -1,17 +1,19 @@
 """Outliers of the spiked matrix D = (1/n) sum_i G_i x_i x_i^T along the latent
 directions, their eigenvector overlaps, and the thresholds at which they
-appear (THEORY section 4, m = 1; Lu & Li 2017, Mondelli & Montanari 2018).
+appear (THEORY.md section 4, m = 1; Lu & Li 2017, Mondelli & Montanari 2018).
 
 On a real branch outside the bulk, with alpha the Stieltjes value,
 
-    S(alpha) = I/alpha + E[ delta G (M - I) / (delta + G alpha) ]      (r x r),
+    S(alpha) = I/alpha + E[ delta G (M - I) / (delta + G alpha) ]      (r x r),        (1)
 
 an outlier is a z = z(alpha) at which an eigenvalue mu of S(alpha) vanishes.
 Its eigenvector's squared overlap with the latent subspace is
-``-1 / (w^T dS/dz w)`` (w the null vector of S), with
-``dS/dz = -I - alpha'(z) E[delta G^2 M/(delta + G alpha)^2]`` and
-``alpha'(z) = alpha^2 / (1 - alpha^2 E2)``; for r = 1 this is
-``1 / (1 + alpha' E[delta G^2 g^2/(delta+G alpha)^2])``.
+
+    -1 / (w^T dS/dz w)   (w the null vector of S),                                     (2)
+    dS/dz = -I - alpha'(z) E[delta G^2 M/(delta + G alpha)^2],  alpha'(z) = alpha^2 / (1 - alpha^2 E2);
+
+for r = 1 this is ``1 / (1 + alpha' E[delta G^2 g^2/(delta+G alpha)^2])``.  S decreases to the left of
+the bulk, so a negative outlier exists iff the lowest eigenvalue of (1) at min(0, left edge) is < 0  (3).
 
 Roots are located on a grid of the branch in alpha (not in z: near a
 threshold the outlier merges with the edge, where z'(alpha) = 0), then
@@ -73,7 +75,7 @@ class Spectrum:
 
 
 def S_matrix(law: WeightLaw, delta: float, alpha: float) -> np.ndarray:
-    """S(alpha) = I/alpha + E[delta G (M - I)/(delta + G alpha)]."""
+    """Eq. (1): S(alpha) = I/alpha + E[delta G (M - I)/(delta + G alpha)]."""
     _, _, S1, _ = law.moments(alpha, delta)
     return np.eye(law.r) / alpha + S1
 
@@ -88,6 +90,7 @@ def _branch_alphas(edge: Edge, side: str):
 
 
 def _overlap(law, delta, alpha, vec):
+    """Eq. (2): squared overlap of the outlier's eigenvector (null vector ``vec`` of S) with the latent space."""
     _, E2, _, S2 = law.moments(alpha, delta)
     dalpha = alpha**2 / (1.0 - alpha**2 * E2)
     return 1.0 / (1.0 + dalpha * float(vec @ S2 @ vec))
@@ -151,7 +154,7 @@ def _right_indicator(law, delta):
     return float(np.linalg.eigvalsh(S_matrix(law, delta, edge.alpha))[-1])
 
 
-def _alpha_at_level(law, delta, level, edges=None):
+def alpha_at_level(law, delta, level, edges=None):
     """alpha on the left branch at z = min(level, left edge) (None when D is positive
     semi-definite and level <= 0, or when there is no finite left edge).  ``edges``: the
     (left, right) bulk edges when the caller already has them."""
@@ -167,11 +170,11 @@ def _alpha_at_level(law, delta, level, edges=None):
                            xtol=1e-300, rtol=1e-15, maxiter=500)
 
 
-def _negative_indicator(law, delta, level: float = 0.0, edges=None):
-    """> 0 iff an outlier sits below min(level, left edge): -(lowest eigenvalue of S there).
+def negative_indicator(law, delta, level: float = 0.0, edges=None):
+    """Eq. (3): > 0 iff an outlier sits below min(level, left edge): -(lowest eigenvalue of S there).
     ``level`` = 0 asks for a negative outlier; another level serves a shifted matrix
     (e.g. the Riemannian Hessian on a sphere, H - mu I, with level = mu)."""
-    alpha = _alpha_at_level(law, delta, level, edges)
+    alpha = alpha_at_level(law, delta, level, edges)
     if alpha is None:
         return -1.0
     return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0])
@@ -179,10 +182,10 @@ def _negative_indicator(law, delta, level: float = 0.0, edges=None):
 
 def lowest_outlier(law, delta, level: float = 0.0, edges=None):
     """(z*, indicator): the lowest outlier below min(level, left edge) (nan when there is none)
-    and the indicator of ``_negative_indicator``.  The lowest eigenvalue of S increases from
+    and the indicator of ``negative_indicator``.  The lowest eigenvalue of S increases from
     +inf (alpha -> 0+, z -> -inf) along the left branch, so z* is its single root there
     (Brent in alpha): a few dozen evaluations of S instead of the grid of ``spectrum``."""
-    top = _alpha_at_level(law, delta, level, edges)
+    top = alpha_at_level(law, delta, level, edges)
     if top is None:
         return math.nan, -1.0
     low = lambda a: float(np.linalg.eigvalsh(S_matrix(law, delta, a))[0])  # noqa: E731
@@ -235,7 +238,7 @@ def spike_threshold(law_at, *, kind: str = "right", search_min: float = 1e-2, se
         raise ThresholdsError("kind must be 'right' or 'negative'")
     if not 0 < search_min < search_max:
         raise ThresholdsError("need 0 < search_min < search_max")
-    indicator = _right_indicator if kind == "right" else _negative_indicator
+    indicator = _right_indicator if kind == "right" else negative_indicator
     count = [0]
     undefined = []
 

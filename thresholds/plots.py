@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 
-def _pyplot():
+def pyplot():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -15,10 +15,10 @@ def _pyplot():
 
 def _legend_and_save(plt, fig, ax, path):
     ax.legend(fontsize=8)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
-def _save(plt, fig, path):
+def save_figure(plt, fig, path):
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -27,7 +27,7 @@ def _save(plt, fig, path):
 def spectrum_figure(path, xs, rho, outliers, edges, *, title="", eigenvalues=None):
     """Bulk density ``rho`` on ``xs``, outliers as vertical lines, optional histogram
     of finite-d eigenvalues."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     if eigenvalues is not None:
         ev = np.asarray(eigenvalues)
@@ -44,13 +44,30 @@ def spectrum_figure(path, xs, rho, outliers, edges, *, title="", eigenvalues=Non
     ax.set_ylabel("density")
     ax.set_title(title)
     ax.legend(loc="best", fontsize=8)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
+
+
+def spectral_plot(path, res, link, preprocessing, delta, *, level, dps):
+    """The density of a spectral estimator (thresholds.spectral, result ``res`` at ``delta``) on a grid that
+    covers its bulk (an unbounded side gets 6 bulk widths) and its outliers, with the outliers marked."""
+    import math
+
+    from .spectral import spectral_density
+    left, right = res.bulk_edges
+    zs = [o["z"] for o in res.outliers]
+    scale = max(1.0, abs(right) if math.isfinite(right) else 1.0)
+    lo = left if math.isfinite(left) else (right - 6 * scale if math.isfinite(right) else -6.0)
+    hi = right if math.isfinite(right) else lo + 12 * scale
+    pad = 0.15 * (hi - lo)
+    xs = np.linspace(min([lo - pad] + zs), max([hi + pad] + [z + pad for z in zs]), 1500)
+    rho = spectral_density(link, preprocessing, delta, xs, level=level, dps=dps)
+    spectrum_figure(path, xs, rho, zs, res.bulk_edges, title=f"{link}, T = {preprocessing}, delta = {delta:g}")
 
 
 def dmft_figure(path, t, series, *, title=""):
     """Curves with error bands: ``series`` maps a label to (values, errors, axis) with
     axis 0 (norms) or 1 (losses)."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     for label, (vals, errs, axis) in series.items():
         ax = axes[axis]
@@ -63,7 +80,7 @@ def dmft_figure(path, t, series, *, title=""):
     for ax in axes:
         ax.legend(fontsize=8)
     fig.suptitle(title, fontsize=9)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def _finite_points(crossings):
@@ -84,7 +101,7 @@ def _interval_plot(ax, crossings, label, color):
 
 def t_curve_figure(result, path):
     """delta_NN(t) over the checkpoints, with delta_alg."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     eta = result.setup.eta
     _interval_plot(ax, [(s * eta, c) for s, c in result.t_curve], "delta_NN(t)", "tab:red")
@@ -97,7 +114,7 @@ def t_curve_figure(result, path):
 
 def scan_figure(results, name, values, path):
     """delta_NN at the horizon and the transient minimum versus one setup parameter."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     _interval_plot(ax, [(v, r.crossing_at_horizon) for v, r in zip(values, results)], "delta_NN", "tab:red")
     _interval_plot(ax, [(v, r.transient) for v, r in zip(values, results)], "min_t delta_NN(t)", "tab:orange")
@@ -110,7 +127,7 @@ def scan_figure(results, name, values, path):
 
 def grok_figure(out, path):
     """Predicted first-phase train/test loss and the predicted escape steps."""
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(7, 4))
     c = out["curves"]
     t = np.asarray(c["t"])

@@ -1,15 +1,19 @@
-"""Preprocessed spectral estimators (1/n) sum_i T(y_i) x_i x_i^T of a link.
+"""Preprocessed spectral estimators of a link,
+
+    D_T = (1/n) sum_i T(y_i) x_i x_i^T                                                  (1)
+
+(Lu & Li 2017; THEORY.md section 4: the Hessian engine with G = T(y)).
 
 Builds the :class:`~thresholds.stieltjes.WeightLaw` of G = T(y) with
 M = E[g g^T | y] (g the k latent variables) and feeds the Stieltjes /
 outlier engine.  Preprocessings:
 
 * an expression in ``y`` (and optionally ``delta``), whitelisted;
-* ``optimal``: T*(y) = 1 - 1/E[g^2 | y] (Luo, Alghamdi & Lu 2019), single
+* ``optimal``: T*(y) = 1 - 1/E[g^2 | y] (2) (Luo, Alghamdi & Lu 2019), single
   index only; its weak-recovery threshold must equal delta_alg (the
   consistency check of the engine, see tests);
 * ``mm``: the delta-dependent preprocessing of Mondelli & Montanari 2018 for
-  real phase retrieval, T_delta(y) = (y_+ - 1)/(y_+ + sqrt(2 delta) - 1).
+  real phase retrieval, T_delta(y) = (y_+ - 1)/(y_+ + sqrt(2 delta) - 1)                 (3).
 
 The law of y comes from the inverse-branch engine at mpmath precision for
 noiseless single-index links (double-exponential nodes in y, level ``level``)
@@ -222,6 +226,31 @@ def _limits(pre: Preprocessing, nodes: YNodes, delta: float):
 
 
 @dataclass
+class SpectralThreshold:
+    """delta_T of a preprocessing: the smallest delta with an outlier above the bulk (``value``) and with a
+    negative outlier (``negative``), each ``math.inf`` when there is none up to ``search_max``, with
+    errors (bracket plus the change between two quadrature levels)."""
+
+    value: float
+    error: float
+    below_range: bool
+    negative: float
+    negative_error: float
+    search_min: float
+    search_max: float
+    law_undefined_between: list | None = None  # the preprocessing has a pole inside the support of y there
+
+    def to_json(self) -> dict:
+        enc = (lambda v: "inf" if math.isinf(v) else v)
+        out = {"delta_T": enc(self.value), "delta_T_error": self.error, "delta_T_below_range": self.below_range,
+               "delta_negative": enc(self.negative), "delta_negative_error": self.negative_error,
+               "search_min": self.search_min, "search_max": self.search_max}
+        if self.law_undefined_between is not None:
+            out["law_undefined_between"] = self.law_undefined_between
+        return out
+
+
+@dataclass
 class SpectralResult:
     """Spectrum (or threshold) of a preprocessed spectral estimator with errors
     (difference between two quadrature levels) and the setup that produced it."""
@@ -233,7 +262,7 @@ class SpectralResult:
     bulk_edges_error: list | None = None
     edge_kinds: list | None = None
     outliers: list = field(default_factory=list)
-    delta_T: object = None
+    delta_T: SpectralThreshold | None = None
     setup: dict = field(default_factory=dict)
 
     def to_json(self):
@@ -243,7 +272,7 @@ class SpectralResult:
                         "bulk_edges_error": self.bulk_edges_error, "edge_kinds": self.edge_kinds,
                         "outliers": self.outliers})
         else:
-            out.update(self.delta_T)
+            out.update(self.delta_T.to_json())
         return out
 
 
@@ -291,15 +320,10 @@ def spectral(link_spec, preprocessing: str, delta: float | None = None, *, level
         err = t_f.error
         if math.isfinite(t_f.value) and math.isfinite(t_c.value):
             err += abs(t_f.value - t_c.value)
-        item = t_f.to_json()
-        item["error"] = err
-        res[kind] = item
-    out = {"delta_T": res["right"]["delta_T"], "delta_T_error": res["right"]["error"],
-           "delta_T_below_range": res["right"]["below_range"],
-           "delta_negative": res["negative"]["delta_T"], "delta_negative_error": res["negative"]["error"],
-           "search_min": search_min, "search_max": search_max}
-    if "law_undefined_between" in res["right"]:
-        out["law_undefined_between"] = res["right"]["law_undefined_between"]
+        res[kind] = (t_f, err)
+    (right, right_err), (neg, neg_err) = res["right"], res["negative"]
+    out = SpectralThreshold(right.value, right_err, right.below_range, neg.value, neg_err, search_min, search_max,
+                            [min(right.undefined), max(right.undefined)] if right.undefined else None)
     return SpectralResult(link.name, pre.name, None, delta_T=out, setup=setup)
 
 

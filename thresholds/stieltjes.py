@@ -1,14 +1,18 @@
-"""Generalized Marchenko-Pastur equation for D = (1/n) sum_i G_i x_i x_i^T (THEORY section 4, m = 1).
+"""Generalized Marchenko-Pastur equation for D = (1/n) sum_i G_i x_i x_i^T (THEORY.md section 4, m = 1).
 
 Conventions: x_i ~ N(0, I_d), n = delta d, and the Stieltjes transform is
 alpha(z) = lim (1/d) tr (D - z)^{-1} = int mu(dl) / (l - z) (so alpha > 0 to
 the left of the spectrum and alpha < 0 to its right).  It solves
 
-    alpha = 1 / ( -z + E[ delta G / (delta + G alpha) ] ),
+    alpha = 1 / ( -z + E[ delta G / (delta + G alpha) ] ),                              (1)
 
 and on real intervals outside the bulk its inverse is
-``z(alpha) = -1/alpha + E[delta G/(delta + G alpha)]``; bulk edges are the
-zeros of ``z'(alpha) = 1/alpha^2 - E[delta G^2/(delta + G alpha)^2]``.
+
+    z(alpha) = -1/alpha + E[delta G/(delta + G alpha)];                                (2)
+
+bulk edges are the zeros of
+
+    z'(alpha) = 1/alpha^2 - E[delta G^2/(delta + G alpha)^2].                          (3)
 
 The law of G is a :class:`WeightLaw`: weighted nodes (quadrature nodes of
 an exact law, or samples) carrying G and M = E[g_H g_H^T | node] (the
@@ -168,7 +172,7 @@ class WeightLaw:
 
 
 def z_of_alpha(law: WeightLaw, delta: float, alpha: float) -> float:
-    """Inverse of alpha(z) outside the bulk: z = -1/alpha + E[dG/(d + G alpha)]."""
+    """Inverse of alpha(z) outside the bulk, eq. (2): z = -1/alpha + E[dG/(d + G alpha)]."""
     return -1.0 / alpha + law.moments(alpha, delta)[0]
 
 
@@ -249,7 +253,7 @@ def bulk_edges(law: WeightLaw, delta: float) -> tuple[Edge, Edge]:
 
 def stieltjes(law: WeightLaw, delta: float, z: complex, *, alpha0: complex | None = None,
               tol: float = 1e-14, maxiter: int = 200) -> complex:
-    """alpha(z) for complex z with Im z > 0 (Newton, Im alpha > 0 enforced)."""
+    """alpha(z) of eq. (1) for complex z with Im z > 0 (Newton, Im alpha > 0 enforced)."""
     if delta <= 0:
         raise ThresholdsError(f"delta must be > 0, got {delta}")
     a = alpha0 if alpha0 is not None else -1.0 / z

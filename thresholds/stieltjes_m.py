@@ -1,20 +1,20 @@
-"""Matrix-valued Marchenko-Pastur equation for width m (THEORY section 4).
+"""Matrix-valued Marchenko-Pastur equation for width m (THEORY.md section 4).
 
 H = (1/n) sum_i W_i (x) x_i x_i^T with W_i an m x m symmetric weight per sample,
 x_i ~ N(0, I_d), n = delta d.  The m x m Stieltjes transform
 alpha(z) = lim (block trace of (H - z)^{-1}) / d solves
 
-    alpha = ( -z I + E[K] )^{-1},   K = W (I + alpha W / delta)^{-1},
+    alpha = ( -z I + E[K] )^{-1},   K = W (I + alpha W / delta)^{-1},                     (1)
 
 and the hard-direction outliers (r_H = 1, latent g_H) are the real z outside the
 bulk where the m x m matrix
 
-    S(z) = -z I + E[K g_H^2] = alpha^{-1} + E[K (g_H^2 - 1)]
+    S(z) = -z I + E[K g_H^2] = alpha^{-1} + E[K (g_H^2 - 1)]                             (2)
 
 is singular.  With r_H hard directions (latent vector g_H in R^{r_H}) the spike
 weight is the r_H x r_H matrix g_H g_H^T and S is (m r_H) x (m r_H):
 
-    S(z) = -z I + E[K (x) g_H g_H^T] = alpha^{-1} (x) I + E[K (x) (g_H g_H^T - I)]
+    S(z) = -z I + E[K (x) g_H g_H^T] = alpha^{-1} (x) I + E[K (x) (g_H g_H^T - I)]        (3)
 
 (the bulk is that of the directions orthogonal to the latent subspace, which do not
 see g_H; the hard block of the resolvent couples each neuron block with each hard
@@ -24,11 +24,11 @@ Below the bulk (z < left edge) alpha is positive definite and increasing in z, a
 dS/dz = -I - E[K alpha' K g^2]/delta is negative definite, so a negative outlier
 exists iff the lowest eigenvalue of S at z0 = min(0, left edge) is negative:
 ``negative_indicator`` returns minus that eigenvalue (> 0 iff there is one), as the
-scalar indicator does.
+scalar indicator does                                                                 (4).
 
 Solver: Newton on F(alpha) = alpha - (-z I + E[K])^{-1} with the exact Jacobian
 dF[E] = E - alpha E[K E K] alpha / delta (from dK = -K (dalpha/delta) K), i.e. in
-vec form J = I - (alpha (x) alpha) E[K (x) K] / delta; continuation in z from far
+vec form J = I - (alpha (x) alpha) E[K (x) K] / delta (5); continuation in z from far
 below the spectrum.  The left edge is the fold of this branch (J singular), found
 by bisection on z between a z where Newton converges to a positive-definite alpha
 and one where it does not.

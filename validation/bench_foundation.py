@@ -43,4 +43,4 @@ def test_spectral_outlier_at_delta(benchmark):
 def test_spectral_threshold_single_index(benchmark):
     from thresholds.spectral import spectral
     res = benchmark.pedantic(spectral, args=("phase_retrieval", "optimal"), rounds=1, iterations=1)
-    assert abs(res.delta_T["delta_T"] - 0.5) < 1e-8
+    assert abs(res.delta_T.value - 0.5) < 1e-8

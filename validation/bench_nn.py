@@ -21,7 +21,8 @@ import time
 
 import pytest
 
-from thresholds.nn import NNSetup, delta_nn
+from thresholds.nn import NNSetup
+from validation.gd_law import delta_nn
 
 SETUPS = {"quad / 3 tanh(z^2), dmft law": NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft",
                                                   paths=40_000),

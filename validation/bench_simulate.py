@@ -15,7 +15,7 @@ import numba
 import numpy as np
 
 from thresholds.catalog import get_activation
-from validation.simulate import GDSetup, _kernel, run_gd
+from validation.simulate import GDSetup, step_kernel, run_gd
 
 
 def test_step_time_against_bandwidth(benchmark):
@@ -26,7 +26,7 @@ def test_step_time_against_bandwidth(benchmark):
     y = rng.standard_normal(n) ** 2
     theta = rng.standard_normal((d, 1)) / np.sqrt(d)
     grad = np.zeros_like(theta)
-    step = _kernel(get_activation("gelu"), 1)
+    step = step_kernel(get_activation("gelu"), 1)
     a, b = np.ones(1), np.zeros(1)
     nb = numba.get_num_threads()
     step(X, y, theta, a, b, grad, nb)  # compile

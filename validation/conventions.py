@@ -19,7 +19,8 @@ from dataclasses import asdict, replace
 from pathlib import Path
 
 from thresholds.errors import ThresholdsError
-from thresholds.nn import NNSetup, delta_nn
+from thresholds.nn import NNSetup
+from validation.gd_law import delta_nn
 
 OUT = Path(__file__).parent / "reports" / "conventions"
 # law: finite-d GD restricted to the complement (d = 500, 2 seeds), because the DMFT law of the
@@ -86,7 +87,7 @@ def report():
              "decay, square loss, Euclidean GD, horizon 400 steps; eta = 0.1 (gelu), 0.05 (quad: diverges at "
              "0.1); law of (u, y, g) from finite-d GD restricted to the complement at d = 500 (2 seeds), "
              "d = inf spectral equations; search up to delta = 32 to 5%.  One parameter changed per row.  "
-             "`delta_NN` is the threshold at the horizon (THEORY: t -> inf); `transient` is min over the "
+             "`delta_NN` is the threshold at the horizon (THEORY.md: t -> inf); `transient` is min over the "
              "checkpoints t = T/8 ... T of delta_NN(t).", "",
              "| convention | gelu delta_NN | gelu transient | gelu settled | quad delta_NN | quad transient | quad settled |",
              "|---|---|---|---|---|---|---|"]

@@ -65,8 +65,8 @@ def run(quick=False):
 
 
 def _figure(act, eta, delta, th, sims):
-    from thresholds.plots import _pyplot
-    plt = _pyplot()
+    from thresholds.plots import pyplot
+    plt = pyplot()
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for ax, q in zip(axes, ("norm2", "train_loss", "test_loss")):
         t = np.arange(STEPS + 1)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from thresholds.alg import latent_split
 from thresholds.dmft import DMFTSetup
-from thresholds.hessian import hessian_spectra_gd
+from validation.gd_law import hessian_spectra_gd
 from validation.simulate import GDSetup, hessian_probe, run_gd
 
 REPORTS = {"mixed": "threshold_gelu_mixed_eta0.1_m2", "phase_retrieval": "threshold_gelu_pr_eta0.1_m2"}

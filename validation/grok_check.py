@@ -18,7 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from thresholds.nn import NNSetup, escape_times
+from thresholds.nn import NNSetup
+from validation.gd_law import escape_times
 from validation.threshold import escape_time, trial
 
 OUT = Path(__file__).parent / "reports" / "grokking"
@@ -28,7 +29,7 @@ SEEDS = 4
 
 
 def main():
-    from thresholds.plots import _pyplot
+    from thresholds.plots import pyplot
     OUT.mkdir(parents=True, exist_ok=True)
     lines = ["# Grokking: predicted versus measured escape step", "",
              "Unrestricted GD from theta^0 ~ N(0, I/d) (a = 1, b = 0, rho0 = 1, no weight decay), phase retrieval. "
@@ -38,7 +39,7 @@ def main():
              "the finite-d GD law (d = 1000, 2 seeds) at 16 checkpoints.", "",
              "| sigma | delta | eta | d | predicted escape step | measured escape step | never |",
              "|---|---|---|---|---|---|---|"]
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(1, len(CASES), figsize=(6 * len(CASES), 4))
     for ax, (act, delta, eta, steps) in zip(np.atleast_1d(axes), CASES):
         setup = NNSetup(act, eta=eta, steps=steps, law="gd", law_d=1000, replicas=2)

@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from thresholds.dmft import DMFTSetup
-from thresholds.hessian import hessian_spectra_gd, hessian_spectrum
+from thresholds.hessian import hessian_spectrum
+from validation.gd_law import hessian_spectra_gd
 from validation.simulate import GDSetup, hessian_probe, run_gd
 
 OUT = Path(__file__).parent / "reports" / "hessian"

@@ -1,7 +1,7 @@
 """The m x m Stieltjes engine (thresholds.stieltjes_m) against dense random matrices.
 
 H = (1/n) sum_i W_i (x) x_i x_i^T with x_i ~ N(0, I_d), n = delta d, x_i0 = g_i (the hard
-direction e_0) and W_i the width-m weight of THEORY section 2 at a synthetic first-phase
+direction e_0) and W_i the width-m weight of THEORY.md section 2 at a synthetic first-phase
 law: u ~ N(0, 1.2 ((1 - 0.3) I + 0.3 1 1^T)) independent of g, y = min(g^2, 5) (bounded,
 so the bulk has a hard left edge), gelu, a = 1, b = 0.  Prediction from 100000 samples of
 (W, g); finite d: the lowest two eigenvalues of H and the squared norm of the lowest

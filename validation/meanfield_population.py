@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from thresholds.nn import evaluate
+from validation.gd_law import evaluate
 from validation.width_threshold import BASE
 
 OUT = Path(__file__).parent / "reports" / "width"

@@ -1,12 +1,13 @@
-"""Finite-d full-batch gradient descent for the two-layer network (THEORY section 2).
+"""Finite-d full-batch gradient descent for the two-layer network (THEORY.md section 2).
 
-f(x) = (1/m) sum_j a_j sigma(theta_j^T x + b_j); only Theta is trained;
-GD with the mean-field step theta_j <- theta_j + eta (1/n) sum_i psi_ij x_i - eta lambda theta_j,
-psi_ij = (y_i - f(x_i)) a_j sigma'(theta_j^T x_i + b_j).  Data x ~ N(0, I_d), the
+    f(x) = (1/m) sum_j a_j sigma(theta_j^T x + b_j)      (only Theta is trained)          (1)
+    theta_j <- theta_j + eta (1/n) sum_i psi_ij x_i - eta lambda theta_j                (2)
+    psi_ij = (y_i - f(x_i)) a_j sigma'(theta_j^T x_i + b_j)                             (3)
+(the mean-field step; thresholds.problem).  Data x ~ N(0, I_d), the
 latent directions are the first k coordinates, y = h(x_{1..k}, eps), n = delta d.
 
 ``complement=True`` trains in the orthogonal complement of the hard
-subspace (THEORY section 1; for a target without easy directions, the whole
+subspace (THEORY.md section 1; for a target without easy directions, the whole
 latent subspace, so the covariates seen by Theta are independent of y): this
 isolates the first phase, as in the DMFT.  The easy directions stay free and
 their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
@@ -27,8 +28,10 @@ import numpy as np
 
 from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
-from thresholds.dmft import _y_moments
+from thresholds.errors import BLOWUP
 from thresholds.kernels import compiled_activation
+from thresholds.problem import Problem
+from thresholds.targets import labels, y_moments
 
 
 @dataclass
@@ -50,6 +53,16 @@ class GDSetup:
     n_test: int = 5_000  # fresh samples for the test loss
     test_loss: bool = True  # False: the test set is drawn (same random stream) but not evaluated (nan)
     dtype: str = "float64"
+    loss: str = "square"
+
+    @classmethod
+    def from_problem(cls, problem: Problem, delta: float, d: int, **rest) -> "GDSetup":
+        """GD on ``problem`` at sample ratio ``delta`` and dimension ``d`` with the given run settings."""
+        return cls(delta=float(delta), d=int(d), **problem.fields(), **rest)
+
+    @property
+    def problem(self) -> Problem:
+        return Problem.of(self)
 
 
 @dataclass
@@ -180,7 +193,7 @@ def _eval_kernel(act):
     return _EVAL[key]
 
 
-def _kernel(act, m):
+def step_kernel(act, m):
     key = (str(act.expr), m == 1)
     if key not in _KERNELS:
         s0, s1, _ = compiled_activation(act, False)
@@ -190,11 +203,7 @@ def _kernel(act, m):
 
 def _data(link, n, d, rng, dtype):
     X = rng.standard_normal((n, d)).astype(dtype)
-    f = link.numpy()
-    args = [X[:, i].astype(float) for i in range(link.k)]
-    if link.noise is not None:
-        args.append(rng.standard_normal(n))
-    y = f(*args).astype(dtype)
+    y = labels(link, X[:, : link.k].astype(float), rng).astype(dtype)
     return X, y
 
 
@@ -202,6 +211,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     """Full-batch GD; records norms, train loss, test loss (fresh samples) and latent overlap per step.
     At the steps in ``snapshots`` the pre-activations X theta (n x m) of the training set are kept
     in ``result.snapshots`` (step -> array)."""
+    setup.problem.validate(min_steps=0)
     act = get_activation(setup.activation)
     link = get_link(setup.link)
     rng = np.random.default_rng(setup.seed)
@@ -221,9 +231,9 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     a = np.full(m, setup.a, dtype=dtype)
     b = np.full(m, setup.b, dtype=dtype)
     grad = np.zeros_like(Theta)
-    step = _kernel(act, m)
+    step = step_kernel(act, m)
     evaluate = _eval_kernel(act)
-    Ey2 = _y_moments(link)[1]
+    Ey2 = y_moments(link)[1]
     nblocks = max(1, numba.get_num_threads())
     T = setup.steps
     norm2, ov0, train, test, lat, hard_ov = (np.zeros(T + 1) for _ in range(6))
@@ -246,7 +256,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
             test[t] = 0.5 * Ey2 - yf + 0.5 * ff
         else:
             test[t] = math.nan
-        if not np.isfinite(loss) or norm2[t] > 1e8:
+        if not np.isfinite(loss) or norm2[t] > BLOWUP:
             raise FloatingPointError(f"GD diverged at step {t}")
         if progress is not None:
             progress(t)
@@ -270,7 +280,7 @@ def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, d
     and the squared overlaps of their eigenvectors with the latent subspace (first k axes), or with
     the subspace spanned by the rows of ``axes`` (r x k, in the latent coordinates) when given.
 
-    THEORY section 2: H = (1/n) sum_i W_i (x) x_i x_i^T with
+    THEORY.md section 2: H = (1/n) sum_i W_i (x) x_i x_i^T with
     W_jk = (a_j a_k / m) sigma'_j sigma'_k - 1[j=k] (y - f) a_j sigma''_j, f = (1/m) sum_j a_j sigma_j;
     for m = 1, W = G = a^2 sigma'^2 - (y - a sigma) a sigma''.  Lanczos (``eigsh``) on the
     matrix-free product (H V)_j = X^T sum_k W_jk * (X V_k) / n; dense ``eigh`` when d m < ``dense_below``.
@@ -323,11 +333,7 @@ def sample_matrix(link, pre, delta, d, rng):
     from thresholds.spectral import DELTA, YS, link_ynodes
     n = int(round(delta * d))
     X = rng.standard_normal((n, d))
-    f = link.numpy()
-    args = [X[:, i] for i in range(link.k)]
-    if link.noise is not None:
-        args.append(rng.standard_normal(n))
-    y = f(*args)
+    y = labels(link, X[:, : link.k], rng)
     if pre.expr is None:
         nodes = link_ynodes(link, level=6)
         T = 1.0 - 1.0 / np.interp(y, nodes.y, nodes.M[:, 0, 0])

@@ -1,7 +1,7 @@
 """Linearized growth of the hard component along the first phase, against the outlier picture.
 
 delta_NN reads the growth of the hard component of Theta off the negative hard outlier
-z*(t) of the Hessian at each checkpoint (``thresholds.nn.growth``: L(t) = sum log(1 - eta z*),
+z*(t) of the Hessian at each checkpoint (``thresholds.escape.growth``: L(t) = sum log(1 - eta z*),
 escape when L reaches log sqrt d).  This check propagates the exact linearization instead.
 Along GD restricted to the complement of the hard subspace (the first phase, Theta_t) the
 tangent V_t (d x m) of the GD map obeys
@@ -15,7 +15,7 @@ m tangents e_H (x) e_j, the m x m matrix P_H V_t gives the linearized log-growth
 Lambda(t) = log of its largest singular value (with the neuron mix that grows most); it
 includes the coupling of the hard direction to every bulk direction, which the
 outlier picture drops.  Printed next to it: L(t) from the finite-d law at the same
-setup (thresholds.nn.evaluate, law from GD at d, the same seeds), and the hard
+setup (thresholds.evaluation.evaluate, law from GD at d, the same seeds), and the hard
 fraction of unrestricted GD from the same data and initialization plus a hard component
 of order d^{-1/2}.
 
@@ -31,7 +31,9 @@ from pathlib import Path
 import numpy as np
 
 from thresholds.catalog import get_activation, get_link
-from thresholds.nn import NNSetup, evaluate, growth
+from thresholds.escape import growth
+from thresholds.nn import NNSetup
+from validation.gd_law import evaluate
 
 OUT = Path(__file__).parent / "reports" / "width" / "tangent.md"
 ETA, D, STEPS, SEEDS = 0.1, 400, 400, 3

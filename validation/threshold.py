@@ -211,7 +211,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
     is a cached NNResult of the same setup (or None)."""
     from pathlib import Path
 
-    from thresholds.plots import _pyplot
+    from thresholds.plots import pyplot
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     st = result.setup
@@ -237,7 +237,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
               "", f"Predicted delta_alg: {delta_alg if delta_alg is not None else 'n/a'}.", "",
               _nn_lines(delta_nn, result.dims), ""]
     if result.escapes:
-        lines += ["Escape time (first step with hard fraction > 1/2) of the successful trials; THEORY",
+        lines += ["Escape time (first step with hard fraction > 1/2) of the successful trials; THEORY.md",
                   "section 5 predicts t_1 + log(c sqrt d)/(eta |z*|), i.e. growth like log d at fixed delta:", "",
                   "| d | delta | successful trials | median escape step | log d |", "|---|---|---|---|---|"]
         for (d, delta), esc in sorted(result.escapes.items()):
@@ -251,7 +251,7 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
             (v1, o1), (v2, o2) = h["lowest"][:2]
             lines.append(f"| {d} | {delta:g} | {v1:.4f} ({o1:.3f}) | {v2:.4f} ({o2:.3f}) |")
         lines.append("")
-    plt = _pyplot()
+    plt = pyplot()
     if result.curves:
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         for d, (train, test, cos2) in result.curves.items():
@@ -308,3 +308,49 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
     lines.append("![success](success.png)")
     (directory / "report.md").write_text("\n".join(lines) + "\n")
     return directory / "report.md"
+
+
+@dataclass
+class Validation:
+    """A finished (or interrupted) ``thresholds validate`` run: the scan, where its report is, and the
+    problem it measured."""
+
+    problem: object
+    scan: ThresholdScan
+    report: object
+    delta_alg: float
+
+
+def check_measurable(problem, *, hessian: bool = False) -> None:
+    """One-line errors before any GD run: a link with no hard direction has no recovery threshold; the
+    Hessian probe needs sigma''."""
+    from thresholds.alg import latent_split
+    from thresholds.catalog import get_activation
+    from thresholds.errors import UnsupportedError
+    act = get_activation(problem.activation)
+    if latent_split(get_link(problem.link)).hard.shape[0] == 0:
+        raise UnsupportedError(f"link {problem.link!r} has no hard direction: every direction is learned in the "
+                               "first phase, there is no recovery threshold to measure")
+    if hessian:
+        act.derivative(2)  # one-line error for relu-like activations
+
+
+def validate(problem, dims, deltas, trials: int, report_dir, *, t0: float = 50.0, c: float = 10.0, seed: int = 0,
+             hessian: bool = False, should_stop=None, progress=None) -> Validation:
+    """The success-rate grid of ``problem`` (its horizon replaced by T(d)), its report (quoting a cached
+    ``thresholds nn`` result of the same problem), and the extrapolated crossing stored for ``table``
+    when the grid is complete."""
+    from thresholds.alg import delta_alg
+    from thresholds.nn import NNSetup
+    from thresholds.store import cached_delta_nn, store_validation
+    problem.validate()
+    check_measurable(problem, hessian=hessian)
+    alg = delta_alg(problem.link).delta_alg
+    result = scan(problem.activation, problem.link, dims, deltas, trials, eta=problem.eta, t0=t0, c=c, seed=seed,
+                  hessian=hessian, should_stop=should_stop, progress=progress, a=problem.a, b=problem.b,
+                  rho0=problem.rho0, weight_decay=problem.weight_decay, m=problem.m)
+    same = NNSetup.from_problem(problem)
+    path = write_report(result, report_dir, delta_alg=alg, delta_nn=cached_delta_nn(same, any_search=True))
+    if result.extrapolated[0] is not None and not result.interrupted:
+        store_validation(same, result.extrapolated[0], result.extrapolated[1], str(path))
+    return Validation(problem, result, path, alg)

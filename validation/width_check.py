@@ -48,8 +48,8 @@ def _keys(dm):
 
 
 def figure(path, dm, gd, title):
-    from thresholds.plots import _pyplot, _save
-    plt = _pyplot()
+    from thresholds.plots import pyplot, save_figure
+    plt = pyplot()
     fig, axes = plt.subplots(1, 2, figsize=(10, 4))
     t = dm.t
     for key, ax in zip(_keys(dm), (0, 0, 1, 1, 0)):
@@ -66,7 +66,7 @@ def figure(path, dm, gd, title):
         ax.set_title(f"{name} (DMFT band / GD bars: +- 2 s.e.)", fontsize=9)
         ax.legend(fontsize=7)
     fig.suptitle(title, fontsize=9)
-    _save(plt, fig, path)
+    save_figure(plt, fig, path)
 
 
 def main():

@@ -119,8 +119,8 @@ def report():
         lines.append(f"| {m} | not computed (the m x m engine costs m^4 per sample and Newton step) | | | | | "
                      f"{sim_text} | |")
     if pts:
-        from thresholds.plots import _pyplot, _save
-        plt = _pyplot()
+        from thresholds.plots import pyplot, save_figure
+        plt = pyplot()
         fig, ax = plt.subplots(figsize=(5, 4))
         ms, v, lo, hi, tr = zip(*pts)
         ax.errorbar(ms, v, yerr=[[a - b for a, b in zip(v, lo)], [b - a for a, b in zip(v, hi)]], fmt="o-",
@@ -139,7 +139,7 @@ def report():
         ax.set_ylabel("delta")
         ax.legend(fontsize=8)
         ax.set_title("gelu, y = g^2: delta_NN and simulated GD thresholds versus width", fontsize=9)
-        _save(plt, fig, OUT / "delta_nn_vs_m.png")
+        save_figure(plt, fig, OUT / "delta_nn_vs_m.png")
         lines += ["", "![delta_NN versus m](delta_nn_vs_m.png)"]
     (OUT / "threshold.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))

@@ -1,0 +1,51 @@
+"""Cache keys of stored results: the keys that earlier versions gave a setup (pinned below, computed by
+the code before the setup record and the module split) are the keys the current code gives it, so
+that cached searches, evaluations, simulations and DMFT runs stay readable."""
+
+from dataclasses import asdict
+
+import pytest
+
+from thresholds import cache
+from thresholds.nn import NNSetup
+from thresholds.problem import Problem
+from thresholds.store import evaluation_key, result_key, validation_key
+
+PINNED = [
+    (NNSetup("gelu"), "dd1f6ad91997c5719bec917f871e3188", "eeb832d465a96050362898eaa0d7ff30",
+     "cb6e5ea0dabcf58229617ff11b33d578", "bec7a47ad6d58fdf22404e1dde125e91"),
+    (NNSetup("quad", eta=0.05), "fe61149d71bf79861406f8bd62516fe1", "661879dad705ffc236210464bc73511b",
+     "33a93593f41a448da2fdd9930bae4682", "00c7f7da3b058360aacf17a825672a0a"),
+    (NNSetup("gelu", m=16, mean_field=True, law_dtype="float64"), "7af371bb409a4c79546c199ce53b86fa",
+     "5140409b0ac10362b8a3a2e2eb0063f9", "fa28a61aab4b6db1b2e0d448e87b8b33", "2100b66ec14323aa6ab724ebfa54090c"),
+    (NNSetup("tanh", "3*tanh(z**2)", law="dmft", paths=40000, sphere=True, rho0=2.0),
+     "6fd48e3e416b6456df0f1f9b644c96db", "c8da25f0423bebd70108091585caa0e2", "2692b17f143273441fd1bf73e328499a",
+     "f20308b915053a70ca10995bfd2a8290"),
+]
+
+
+@pytest.mark.parametrize("setup, nn, ev, val, dmft", PINNED)
+def test_cache_keys_of_earlier_versions_are_kept(setup, nn, ev, val, dmft):
+    assert cache.key_for("nn", result_key(setup)) == nn
+    assert cache.key_for("nn-eval", evaluation_key(setup, 6.0, "none", True)) == ev
+    assert cache.key_for("validation", validation_key(setup)) == val
+    assert cache.key_for("dmft", asdict(setup.dmft(6.0))) == dmft
+
+
+def test_one_problem_record_reaches_every_layer():
+    from validation.simulate import GDSetup
+    problem = Problem("gelu", "abs", eta=0.3, steps=12, a=1.5, b=0.2, rho0=0.7, weight_decay=0.01, m=2)
+    nn = NNSetup.from_problem(problem, replicas=2)
+    assert nn.problem == problem and nn.dmft(4.0).problem == problem
+    assert GDSetup.from_problem(problem, 4.0, 100).problem == problem
+    assert validation_key(nn) == {k: v for k, v in asdict(problem).items() if k != "steps"}
+
+
+@pytest.mark.parametrize("field, value", [("eta", float("nan")), ("rho0", float("inf")), ("a", float("nan")),
+                                          ("weight_decay", -1.0), ("steps", 0), ("m", 0), ("loss", "logistic")])
+def test_the_problem_validator_names_the_field(field, value):
+    from thresholds.errors import ThresholdsError
+    with pytest.raises(ThresholdsError):
+        Problem("gelu", **{field: value}).validate()
+    with pytest.raises(ThresholdsError):  # every layer validates through it
+        NNSetup("gelu", **{field: value}).validate()

@@ -1,0 +1,285 @@
+"""delta_NN: the search for the smallest delta with a negative hard outlier at the horizon.
+
+The indicator I_t(delta) of thresholds.evaluation (> 0 iff the Hessian after t steps of the first
+phase has a negative hard outlier; Montanari & Wang 2026, arXiv 2602.01434) is evaluated along delta.
+
+Search (at the horizon T).  All deltas use the same seed (common random
+numbers), so I_T is smooth in delta.  Starting from max(search_min, delta_alg)
+(delta_NN >= delta_alg: the Hessian is one spectral method) delta is raised
+until I_T > 0: by the straight-line extrapolation of the last two I_T values
+(aimed rtol past the predicted root, at least x1.1 and at most x2 per step),
+doubled while I_T is not increasing.  The bracket is then shrunk to ``rtol``
+relative width (log delta) by Brent's method (``refine``), which falls back to
+bisection when its interpolation does not progress.  (Bisection from a factor-2
+bracket takes log2(ln 2 / rtol) ~ 5 evaluations at rtol = 0.02; Brent usually
+takes 2-3 on a smooth indicator, and the evaluations near the root are the
+expensive ones.)  The crossing is the linear interpolation of I_T between the
+bracket ends; its interval is described in ``first_crossing`` (bracket and
+Monte Carlo half-widths, and a local line fit of I_T that needs three deltas
+within a factor 1.25 of the crossing: the search adds deltas at 1.12 and
+1/1.12 times the crossing until there are).  When I_T <= 0 up to
+``search_max`` the answer is "inf" with that bound.
+
+t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
+evaluations (first sign change of I_t, linear interpolation).  The curve is
+declared converged when |delta_NN(T) - delta_NN(T/2)| is within the interval
+half-width of delta_NN(T) plus rtol delta_NN(T); otherwise the result is
+returned with ``converged = False`` and the user is told to lengthen the
+horizon.
+
+Transient window.  delta_NN(t) need not be monotone in t: when the first
+phase keeps moving (e.g. ||theta|| growing without bound), a hard outlier can
+exist at intermediate t and disappear later.  The smallest delta_NN(t) over
+the checkpoints is reported as ``delta_nn_transient`` with its step (refined,
+like the horizon crossing, with runs stopped at that step:
+``transient_evaluations``); at
+finite d, where escaping needs only about log(sqrt d)/(eta |z*|) steps, GD
+can use that window.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import replace
+
+from . import cache as _disk
+from .crossing import crossing
+from .dmft import checkpoints
+from .errors import DivergenceError
+from .evaluation import evaluate
+from .hessian import CLIP_QUANTILE, hard_dimension
+from .nn import NNResult, NNSetup
+from .store import result_key
+
+
+class _Indicators:
+    """I_t(delta) evaluated on demand, each delta once: ``full`` holds runs to the horizon, ``short``
+    runs stopped at an earlier step (the transient refinement)."""
+
+    def __init__(self, setup: NNSetup, cache: bool, progress, log, law_source):
+        self.setup, self.cache, self.progress, self.log, self.law_source = setup, cache, progress, log, law_source
+        self.full, self.short = {}, {}
+
+    def __call__(self, delta, step=None):
+        T = int(self.setup.steps)
+        step = T if step is None else step
+        delta = float(delta)
+        if delta not in self.full:
+            ev = evaluate(self.setup, delta, cache=self.cache, progress=self.progress, law_source=self.law_source)
+            self.full[delta] = ev
+            if self.log:
+                i = ev.at(T)
+                self.log(f"delta = {delta:.5g}: indicator {ev.indicator[i]:+.4f} +- {ev.indicator_err[i]:.4f}, "
+                         f"left edge {ev.left_edge[i]:+.4f}")
+        ev = self.full[delta]
+        return ev.indicator[ev.at(step)]
+
+    def until(self, delta, step):
+        """I_step(delta) from a run stopped at ``step`` (the same trajectory up to it: the data and the
+        initialization are drawn first), unless a full run at delta exists."""
+        if delta in self.full:
+            return self(delta, step)
+        if delta not in self.short:
+            self.short[delta] = evaluate(replace(self.setup, steps=step), delta, cache=self.cache,
+                                         progress=self.progress, final_only=True, law_source=self.law_source)
+            if self.log:
+                ev = self.short[delta]
+                self.log(f"delta = {delta:.5g}, run to step {step}: indicator {ev.indicator[-1]:+.4f} +- "
+                         f"{ev.indicator_err[-1]:.4f}")
+        return self.short[delta].indicator[self.short[delta].at(step)]
+
+
+def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law_source=None) -> NNResult:
+    """delta_NN for ``setup`` (module docstring); ``log(text)`` receives one line per evaluation;
+    ``law_source`` supplies the first-phase law of a finite-d ``setup.law`` (thresholds.evaluation)."""
+    from .alg import delta_alg as _delta_alg
+    setup.validate()
+    if cache:
+        hit = _disk.load("nn", result_key(setup))
+        if hit is not None:
+            return hit
+    start = time.time()
+    hard_dimension(setup.link, setup.m)  # checked before any long computation
+    alg = _delta_alg(setup.link, dps=15).delta_alg
+    f = _Indicators(setup, cache, progress, log, law_source)
+    lo, below, diverged = _lower_end(f, max(setup.search_min, alg if math.isfinite(alg) and alg > 0 else 0.0, 0.25))
+    b = lo if below else _upward(f, lo)
+    step = _refine_transient(f, lo)
+    result = _result(f, setup, alg, lo, b, below, diverged, step)
+    result.seconds = time.time() - start
+    if cache:
+        _disk.store("nn", result_key(setup), result)
+    return result
+
+
+def _lower_end(f: _Indicators, lo: float):
+    """The lower end of the search: ``lo``, doubled while GD diverges there.  Returns (lo, I_T(lo) > 0,
+    the deltas at which GD diverged)."""
+    diverged = []
+    while True:
+        try:
+            return lo, f(lo) > 0, diverged
+        except DivergenceError:
+            diverged.append(lo)
+            if f.log:
+                f.log(f"delta = {lo:.5g}: GD diverges at this step size; moving up")
+            if 2 * lo > f.setup.search_max:
+                raise DivergenceError(f"GD diverges for every delta tried up to {lo:g} at eta = {f.setup.eta:g}: "
+                                      "lower the step size") from None
+            lo *= 2
+
+
+def _upward(f: _Indicators, lo: float) -> float:
+    """From I_T(lo) <= 0, raise delta until I_T > 0 (``next_trial``), refine the bracket (``refine``) and
+    add deltas next to the crossing for its line fit.  Returns the upper end of the bracket (the last
+    delta tried when there is no crossing up to search_max)."""
+    setup, T = f.setup, int(f.setup.steps)
+    a, prev, b = lo, None, lo                               # f(a) <= 0
+    while b < setup.search_max:
+        b = min(next_trial(prev, f(prev) if prev is not None else None, a, f(a), setup.rtol), setup.search_max)
+        if f(b) > 0:
+            break
+        prev, a = a, b
+    if f(b) > 0:
+        b = refine(f, a, b, setup.rtol)
+        for _ in range(2):  # support of the local line fit of first_crossing
+            x = crossing(list(f.full.values()), T).value
+            near = [d for d in f.full if x / 1.25 <= d <= x * 1.25]
+            if len(near) >= 3:
+                break
+            f(min(x * 1.12, setup.search_max) if sum(d > x for d in near) <= sum(d < x for d in near)
+              else x / 1.12)
+    return b
+
+
+def _refine_transient(f: _Indicators, lo: float) -> int:
+    """Refine the smallest delta_NN(t) over the earlier checkpoints at its own step, with runs stopped at
+    that step (a fraction of the cost of full runs).  Returns that step (T when there is none)."""
+    T = int(f.setup.steps)
+    evals = list(f.full.values())
+    early = [(crossing(evals, s), s) for s in checkpoints(T)[:-1]]
+    c, step = min(early, key=lambda cs: cs[0].value) if early else (None, T)
+    if c is not None and c.found and c.value > lo and not c.value > crossing(evals, T).low:
+        pts = sorted(f.full)
+        hi_d = min(d for d in pts if d >= c.value)
+        lo_d = max(d for d in pts if d <= c.value)
+        if f(hi_d, step) > 0 >= f(lo_d, step):
+            refine(lambda x: f.until(x, step), lo_d, hi_d, f.setup.rtol)
+    return step
+
+
+def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, below: bool, diverged: list,
+            step: int) -> NNResult:
+    """The NNResult of a finished search: crossings at the horizon (plain and tail-clipped), the t-curve,
+    its convergence, and the notes."""
+    T = int(setup.steps)
+    el = list(f.full.values())
+    main = crossing(el, T)
+    clip = crossing(el, T, key="clipped")
+    curve = [(s, crossing(el + (list(f.short.values()) if s == step else []), s)) for s in checkpoints(T)]
+    half = [c for s, c in curve if s == max(1, T // 2)][0]
+    t_min, transient = min(curve, key=lambda sc: sc[1].value)
+    if main.found and half.found:
+        converged = abs(main.value - half.value) <= (main.high - main.low) / 2 + setup.rtol * main.value
+    else:
+        converged = main.found == half.found
+    ref = f.full[b] if main.found else f.full[max(f.full)]
+    i = ref.at(T)
+    settled = ref.left_edge[i] >= -2 * ref.left_edge_err[i]
+    notes = _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref)
+    path_check = _path_check(f, ref, notes) if setup.law == "dmft" else None
+    notes += _closing_notes(setup, ref, lo, below, main)
+    return NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
+                    settled, transient, t_min, ref.left_edge[i], ref.left_edge_err[i],
+                    sorted(el, key=lambda e: e.delta), notes, 0.0, path_check,
+                    sorted(f.short.values(), key=lambda e: e.delta))
+
+
+def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref) -> list:
+    notes = []
+    if diverged:
+        notes.append(f"GD diverges at eta = {setup.eta:g} for delta = {', '.join(f'{d:g}' for d in diverged)}: "
+                     f"the search starts at {lo:g}")
+    if transient.found and transient.value < main.low:
+        notes.append(f"non-monotone t-curve: a negative hard outlier exists from delta = {transient.value:.4g} at "
+                     f"step {t_min} (t = {t_min * setup.eta:g}) but not at the horizon; finite-d GD can escape "
+                     "during that window (see delta_nn_transient)")
+    if not converged:
+        notes.append(f"t-curve not converged: delta_NN(T/2) = {half.value:.4g}, delta_NN(T) = {main.value:.4g}; "
+                     "lengthen the horizon (steps)")
+    if not settled:
+        i = ref.at(int(setup.steps))
+        notes.append(f"at delta = {ref.delta:.4g} the left bulk edge is {ref.left_edge[i]:+.3f}: the first phase "
+                     "has not settled (negative curvature in bulk directions too)")
+    if main.found and clip.found and (clip.high < main.low or clip.low > main.high):
+        notes.append(f"tail-driven: with G clipped at its {CLIP_QUANTILE:g} quantile delta_NN = {clip.value:.4g}")
+    return notes
+
+
+def _path_check(f: _Indicators, ref, notes: list) -> dict:
+    """DMFT law: the indicators at ``ref.delta`` again with half the paths; a difference beyond 2 combined
+    s.e. from some step on is the path bias of the sources back-end (a note is added)."""
+    setup = f.setup
+    half_setup = replace(setup, paths=max(setup.paths // 2, 2 * setup.replicas))
+    hv = evaluate(half_setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source)
+    diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
+    err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
+    bad = [s for s, d_, e in zip(ref.steps, diff, err) if abs(d_) > 2 * e]
+    if bad:
+        notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
+                     f"by more than 2 s.e. between {half_setup.paths} and {setup.paths} paths from step "
+                     f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); the law of the "
+                     "sources back-end carries a bias that grows with t (README); use more paths or the "
+                     "finite-d GD law")
+    return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
+            "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
+            "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
+
+
+def _closing_notes(setup, ref, lo, below, main) -> list:
+    notes = []
+    if setup.mean_field and ref.sectors:
+        aa, ae, ss, se = ref.sectors[ref.at(int(setup.steps))]
+        notes.append(f"m = inf (Hessian of the m -> inf limit on the first-phase law of width {setup.m}): at delta = "
+                     f"{ref.delta:.4g} the antisymmetric sector's indicator is {aa:+.4f} +- {ae:.4f}, the symmetric "
+                     f"sector's {ss:+.4f} +- {se:.4f} (> 0: negative hard outlier; thresholds.meanfield)")
+        notes.append(f"m = inf: the law's own m -> inf limit is not taken; its {setup.m} neurons hold {setup.m} d "
+                     f"parameters against n = {ref.delta:.3g} d samples" + (" (fewer: the first phase is not in "
+                     "its wide regime)" if setup.m < ref.delta else "") + "; compare laws of other widths "
+                     "(validation/reports/width/threshold.md)")
+    if below:
+        notes.append(f"negative hard outlier already at the lower end of the search ({lo:.4g}): delta_NN <= {lo:.4g}")
+    if not main.found:
+        notes.append(f"no negative hard outlier up to search_max = {setup.search_max:g}")
+    return notes
+
+
+def next_trial(x0, f0, x1, f1, rtol: float) -> float:
+    """Next delta of the upward search from the last two points (x0 < x1, f1 <= 0): the root of the
+    straight line through them aimed ``rtol`` past it, between 1.1 x1 and 2 x1; 2 x1 when there is
+    one point or f is not increasing."""
+    if x0 is None or not f1 > f0:
+        return 2 * x1
+    root = x1 + (x1 - x0) * (-f1) / (f1 - f0)
+    return min(max(root * (1 + rtol), 1.1 * x1), 2 * x1)
+
+
+def refine(g, a: float, b: float, rtol: float) -> float:
+    """Shrink a bracket g(a) <= 0 < g(b) (0 < a < b) until (b - a)/sqrt(ab) <= rtol; returns the
+    upper end of the final bracket.  Brent's method in log delta (scipy's brentq: inverse quadratic
+    and secant steps, at least the tolerance inside the bracket so that a good estimate closes it,
+    bisection when they do not progress); g is evaluated once per point (the ends are reused)."""
+    from scipy.optimize import brentq
+    vals = {a: g(a), b: g(b)}
+    ends = {math.log(a): a, math.log(b): b}
+
+    def h(lx):
+        x = ends.get(lx, math.exp(lx))
+        if x not in vals:
+            vals[x] = g(x)
+        return vals[x] if vals[x] != 0 else -1e-300  # g = 0 counts as "no outlier" (<= 0)
+    root = math.exp(brentq(h, math.log(a), math.log(b), xtol=0.9 * 2 * math.asinh(rtol / 2), maxiter=200))
+    pts = sorted((x, v) for x, v in vals.items() if a <= x <= b)
+    pairs = [(x1, x2) for (x1, v1), (x2, v2) in zip(pts, pts[1:]) if v1 <= 0 < v2]
+    return min(pairs, key=lambda p: abs(math.log(p[0] * p[1]) / 2 - math.log(root)))[1]

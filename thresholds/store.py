@@ -1,0 +1,92 @@
+"""Stored delta_NN results: the cache keys of a setup, cached searches and cached simulations.
+
+Three kinds of entries in the on-disk cache (thresholds.cache), each keyed by what determines it:
+
+* ``nn``: a whole search (thresholds.search.delta_nn), keyed by every field of the NNSetup
+  (``setup_fields``), the tail-clip quantile and the version of the search rules;
+* ``nn-eval``: the indicators at one delta (thresholds.evaluation), keyed by the setup without its
+  search settings, the delta and what was located;
+* ``validation``: the extrapolated crossing of a finite-d GD sweep (``thresholds validate``), keyed
+  by what a simulation shares with a delta_NN setup (``validation_key``: its horizon grows with d).
+
+Keys of results computed before a field existed stay valid: a field at the value that reproduces
+the old behaviour is left out of the key (``law_dtype`` = float64, ``mean_field`` = False).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict
+
+from . import cache
+from .hessian import CLIP_QUANTILE
+from .nn import NNSetup
+
+SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
+# fields a cached result may differ in when a caller accepts "the same setup" (cached_delta_nn any_search):
+# the search settings, and the storage precision of the finite-d law (float32 and float64 laws give the
+# same indicators to ~1e-4, 0.14 s.e. next to the step-size stability limit, far inside their Monte Carlo
+# errors elsewhere: tests/test_nn.py, README)
+RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
+
+
+def setup_fields(setup: NNSetup) -> dict:
+    """The setup as a cache key: every field, except ``law_dtype`` when it is float64 (results computed
+    before the field existed were float64 and keep their keys)."""
+    out = asdict(setup)
+    if out["law_dtype"] == "float64":
+        del out["law_dtype"]
+    if not out["mean_field"]:  # finite widths keep the keys they had before m = inf existed
+        del out["mean_field"]
+    return out
+
+
+def result_key(setup: NNSetup) -> dict:
+    return {"nn": setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
+
+
+def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
+    """The cached NNResult of ``setup`` (None when ``thresholds nn`` has not run it).  With
+    ``any_search``, a result of the same setup run with other search settings or law precision
+    (``RELAXED_FIELDS``) is returned when the exact one is missing (its ``setup`` says which)."""
+    hit = cache.load("nn", result_key(setup))
+    if hit is not None or not any_search:
+        return hit
+    want = {k: v for k, v in asdict(setup).items() if k not in RELAXED_FIELDS}
+    for path in sorted(cache.cache_dir().glob("nn-*.pkl")):
+        key = path.stem[3:]
+        if not re.fullmatch(r"[0-9a-f]{32}", key):  # other kinds share the prefix (nn-eval-...)
+            continue
+        other = cache.load_key("nn", key)
+        if other is None or not hasattr(other, "setup"):
+            continue
+        theirs = {k: v for k, v in asdict(other.setup).items() if k not in RELAXED_FIELDS}
+        # the file name must be the key the current code gives that setup (same version and search rules)
+        if theirs == want and cache.key_for("nn", result_key(other.setup)) == key:
+            return other
+    return None
+
+
+def validation_key(setup: NNSetup) -> dict:
+    """What a finite-d validation shares with a delta_NN setup (its horizon grows with d)."""
+    return setup.problem.simulation_key()
+
+
+def store_validation(setup: NNSetup, value: float, error: float, report: str) -> None:
+    """Record an extrapolated finite-d GD crossing (``thresholds validate``) for ``table``."""
+    cache.store("validation", validation_key(setup), {"value": value, "error": error, "report": report})
+
+
+def cached_validation(setup: NNSetup):
+    """The recorded finite-d crossing for this setup, or None (always for m = inf: nothing simulates it)."""
+    return None if setup.mean_field else cache.load("validation", validation_key(setup))
+
+
+def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool) -> dict:
+    """The key of the indicators at one delta: the setup without its search settings, the delta, the steps
+    at which outliers were located, and (finite-d law) whether only the last step was evaluated."""
+    law_setup = {k: v for k, v in setup_fields(setup).items() if k not in SEARCH_FIELDS}
+    key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1}
+    if final_only and setup.law == "gd":
+        key["final_only"] = True
+    return key
