@@ -17,28 +17,82 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(emoji=False)  # user text (names, expressions) is printed as it is
+err_console = Console(stderr=True, emoji=False)
 
 
 LINK_HELP = ("Link: name or expression (easy directions are learned in the first phase; "
              "delta_NN is that of the hard subspace: one direction, or several with m = 1).")
 
 
+MAX_MESSAGE = 400  # characters of an error message (messages may quote user input)
+
+
 def abort(message: str, code: int = 2):
-    """Print a one-line error and exit with ``code``."""
-    err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
+    """Print a one-line error and exit with ``code``.  The message is shown as text (never as rich markup:
+    it may quote user input), on one line, shortened to MAX_MESSAGE characters."""
+    from rich.markup import escape
+    text = " ".join(str(message).split())
+    if len(text) > MAX_MESSAGE:
+        text = text[: MAX_MESSAGE - 5] + " ..."
+    err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
     sys.exit(code)
 
 
+def check_writable(path, *, directory: bool = False):
+    """One-line error, before any computation, when ``path`` cannot be written: a file must be (or become)
+    a regular file in an existing folder; a folder is created now (with its parents)."""
+    import os
+    from pathlib import Path
+    target = Path(path)
+    try:
+        if directory:
+            target.mkdir(parents=True, exist_ok=True)
+            probe = target / f".thresholds-write-test-{os.getpid()}"
+            probe.write_bytes(b"")
+            probe.unlink()
+            return
+        if target.exists() and not target.is_file():
+            raise OSError("not a regular file")
+        existed = target.exists()
+        with open(target, "ab"):
+            pass
+        if not existed:
+            target.unlink()
+    except OSError as exc:
+        abort(f"cannot write {str(path)!r}: {exc.strerror or exc}", 2)
+
+
+def _writable_file(ctx, param, value):
+    if value is not None:
+        check_writable(value)
+    return value
+
+
+def _writable_folder(ctx, param, value):
+    if value is not None:
+        check_writable(value, directory=True)
+    return value
+
+
 def _json_default(obj):
-    if isinstance(obj, float) and math.isinf(obj):
-        return "inf"
     return str(obj)
 
 
+def _finite_json(value):
+    """Non-finite floats as JSON can hold them: inf -> "inf", -inf -> "-inf", nan -> null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if isinstance(value, dict):
+        return {k: _finite_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite_json(v) for v in value]
+    return value
+
+
 def emit_json(payload: dict):
-    click.echo(json.dumps(payload, indent=2, default=_json_default))
+    """One JSON object on stdout (strict JSON: no NaN or Infinity literals)."""
+    click.echo(json.dumps(_finite_json(payload), indent=2, default=_json_default, allow_nan=False))
 
 
 class _Group(click.Group):
@@ -189,20 +243,33 @@ def _positive(ctx, param, value):
     return value
 
 
+def _within(lo: float, hi: float):
+    """Callback: a finite number in [lo, hi] (None passes: the option is optional)."""
+    def check(ctx, param, value):
+        if value is not None and not (math.isfinite(value) and lo <= value <= hi):
+            raise click.BadParameter(f"must be a finite number in [{lo:g}, {hi:g}], got {value!r}")
+        return value
+    return check
+
+
+RATIO = _within(1e-6, 1e6)  # delta = n/d
+SEED = click.IntRange(0, 2**32 - 1)
+
+
 @main.command("spectral")
 @click.option("--link", "-l", required=True, help="Link: catalogue name or expression.")
 @click.option("--preprocessing", "-p", default="optimal", show_default=True,
               help="T(y): 'optimal' (1 - 1/E[g^2|y]), 'mm' (Mondelli-Montanari), or an expression in y "
                    "(and delta).")
-@click.option("--delta", "-d", type=float, callback=_positive,
+@click.option("--delta", "-d", type=float, callback=RATIO,
               help="n/d. With it: bulk edges and outliers; without: the threshold delta_T.")
 @click.option("--level", default=6, show_default=True, type=click.IntRange(3, 9),
               help="Quadrature level of the law of y (the error compares it with level+1).")
 @click.option("--dps", default=20, show_default=True, type=click.IntRange(15, 100),
               help="Decimal digits of the mpmath law (noiseless single-index links).")
-@click.option("--search-max", default=1000.0, show_default=True, type=float,
+@click.option("--search-max", default=1000.0, show_default=True, type=float, callback=RATIO,
               help="Largest delta searched for delta_T.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="With --delta: save the bulk density and outliers as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, as_json):
@@ -257,7 +324,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
 @click.option("--link", "-l", required=True,
               help="Link: name or expression (easy directions: their overlaps are printed per step).")
-@click.option("--delta", "-d", required=True, type=float, help="n/d.")
+@click.option("--delta", "-d", required=True, type=float, callback=RATIO, help="n/d.")
 @click.option("--eta", required=True, type=float, help="Step size (mean-field scaling: eta m grad_theta_j R).")
 @click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Number of GD steps.")
 @click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
@@ -275,10 +342,10 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
               type=click.Choice(["sources", "pathwise", "linear"]), help="Response method.")
 @click.option("--g-nodes", default=0, show_default=True, type=click.IntRange(0, 400),
               help="Gauss-Hermite nodes for g (0: Monte Carlo).")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--every", default=0, type=int, help="Print every k-th step (default: about 20 rows).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk cache.")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), help="Save the curves as a PNG.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file, help="Save the curves as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
              response, g_nodes, seed, every, no_cache, plot_path, as_json):
@@ -349,7 +416,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
 @click.option("--weight-decay", default=0.0, show_default=True, type=float)
 @click.option("--paths", default=40_000, show_default=True, type=click.IntRange(2, 10**8))
 @click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000))
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' for several deltas).")
 def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_decay, paths, replicas, seed,
                 as_json):
@@ -411,18 +478,29 @@ def _terminate_as_interrupt():
     return lambda: bool(requested)
 
 
+MAX_VALUES = 1000  # values of a range or a scan (each one is a full computation)
+
+
 def _parse_range(text: str) -> list:
-    """'3:8:0.5' -> [3, 3.5, ..., 8]; '3,4,6' -> [3, 4, 6]."""
+    """'3:8:0.5' -> [3, 3.5, ..., 8]; '3,4,6' -> [3, 4, 6]; finite values, at most MAX_VALUES of them."""
     try:
         if ":" in text:
             lo, hi, step = (float(v) for v in text.split(":"))
-            if step <= 0 or hi < lo:
+            if not (math.isfinite(lo) and math.isfinite(hi) and math.isfinite(step)) or step <= 0 or hi < lo:
                 raise ValueError
             count = int(round((hi - lo) / step)) + 1
+            if count > MAX_VALUES:
+                raise click.BadParameter(f"{text!r} has {count} values; at most {MAX_VALUES}")
             return [round(lo + i * step, 10) for i in range(count)]
-        return [float(v) for v in text.split(",") if v.strip()]
+        values = [float(v) for v in text.split(",") if v.strip()]
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError
+        if len(values) > MAX_VALUES:
+            raise click.BadParameter(f"{len(values)} values; at most {MAX_VALUES}")
+        return values
     except ValueError:
-        raise click.BadParameter(f"{text!r}: use start:stop:step or a comma-separated list") from None
+        raise click.BadParameter(f"{text!r}: use start:stop:step or a comma-separated list of finite "
+                                 "numbers") from None
 
 
 def parse_scan(text: str):
@@ -435,9 +513,12 @@ def parse_scan(text: str):
         name, rng = text.split("=", 1)
         name = name.strip().replace("-", "_")
         start, stop, count = rng.split(":")
+        if not (math.isfinite(float(start)) and math.isfinite(float(stop))) or int(count) > MAX_VALUES:
+            raise ValueError
         values = np.linspace(float(start), float(stop), int(count))
     except ValueError:
-        raise ThresholdsError(f"bad --scan {text!r}: expected name=start:stop:count, e.g. rho0=0.1:2:10")
+        raise ThresholdsError(f"bad --scan {text!r}: expected name=start:stop:count with finite ends and at most "
+                              f"{MAX_VALUES} values, e.g. rho0=0.1:2:10")
     if name not in SCANNABLE:
         raise ThresholdsError(f"cannot scan {name!r}; choose from {', '.join(SCANNABLE)}")
     if int(count) < 1:
@@ -496,8 +577,8 @@ def _nn_setup_options(func):
                      help="DMFT paths (all replicas together)."),
         click.option("--replicas", default=3, show_default=True, type=click.IntRange(2, 1000),
                      help="Independent seeds (--law gd) or DMFT replicas (error bars)."),
-        click.option("--seed", default=0, show_default=True, type=int),
-        click.option("--search-max", default=64.0, show_default=True, type=float,
+        click.option("--seed", default=0, show_default=True, type=SEED),
+        click.option("--search-max", default=64.0, show_default=True, type=float, callback=RATIO,
                      help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),
         click.option("--rtol", default=0.02, show_default=True, type=float, help="Relative width of the bracket."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk cache."),
@@ -562,7 +643,7 @@ def _run_nn(setup, no_cache, quiet=False):
 @_nn_setup_options
 @click.option("--scan", "scan_text", help="Sensitivity: delta_NN for each value of one parameter, "
               "e.g. rho0=0.1:2:10 (name=start:stop:count; rho0, a, b, eta, weight_decay, steps).")
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
@@ -654,9 +735,13 @@ def table_cmd(links, activations, widths, as_json, **kw):
         abort(f"--widths {widths!r}: give comma-separated integers from 1 to 64 or 'inf'", 2)
     if not width_list:
         abort("--widths needs at least one width", 2)
+    link_list = [v.strip() for v in links.split(",") if v.strip()]
+    act_list = [v.strip() for v in activations.split(",") if v.strip()]
+    if not link_list or not act_list:
+        abort("--links and --activations need at least one name each", 2)
     rows = []
-    for link in [v.strip() for v in links.split(",") if v.strip()]:
-        for act in [v.strip() for v in activations.split(",") if v.strip()]:
+    for link in link_list:
+        for act in act_list:
             for m in width_list:
                 setup = _nn_setup(act, link, dict(kw, width=m))
                 setup.validate()
@@ -703,10 +788,11 @@ def table_cmd(links, activations, widths, as_json, **kw):
 @main.command("grok")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
 @click.option("--link", "-l", default="phase_retrieval", show_default=True, help="Link: name or expression.")
-@click.option("--delta", "-d", required=True, type=float, help="n/d (above delta_NN for an escape).")
+@click.option("--delta", "-d", required=True, type=float, callback=RATIO,
+              help="n/d (above delta_NN for an escape).")
 @click.option("--d", "dims", default="1000,2000,4000,8000", show_default=True, help="Dimensions, comma-separated.")
 @_nn_setup_options
-@click.option("--plot", "plot_path", type=click.Path(dir_okay=False),
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="Save the predicted train/test loss curves with the escape times as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
@@ -770,11 +856,11 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
 @click.option("--c", "c_", default=10.0, show_default=True, type=float, help="Horizon slope in log d.")
 @click.option("--jobs", default="auto", show_default=True,
               help="Parallelism: the GD kernel uses all cores (numba threads); 'auto' = that.")
-@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--hessian/--no-hessian", default=False, show_default=True,
               help="Also probe the Hessian after the first phase at each (d, delta) (needs sigma'').")
 @click.option("--report", "report_dir", default="validation-report", show_default=True,
-              type=click.Path(file_okay=False), help="Directory of the markdown report and PNGs.")
+              type=click.Path(file_okay=False), callback=_writable_folder, help="Directory of the markdown report and PNGs.")
 def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, width, t0, c_, jobs, seed,
                  hessian, report_dir):
     """Empirical GD recovery threshold (success rate vs delta at several d) with a report.

@@ -113,3 +113,25 @@ def test_rotation_drops_eigensolver_rounding():
     half = _rotation_substitution([z1, z2], np.array([[0.7071067811865476, 0.7071067811865475],
                                                       [-0.7071067811865475, 0.7071067811865476]]))
     assert sp.expand(half[z1] - sp.sqrt(2) / 2 * (z1 + z2)) == 0
+
+
+@pytest.mark.parametrize("link", ["z**2", "3*tanh(z**2)", "log(1 + z**2)", "atan(z**2)", "z**2/(1 + z**2)"])
+def test_every_strictly_monotone_function_of_z_squared_has_delta_alg_one_half(link):
+    # E[g^2 | y] = z^2 exactly, so E_y[(E[g^2|y] - 1)^2] = E[(z^2 - 1)^2] = 2.  The even links' critical
+    # point z = 0 lies on the scan grid, and 3 tanh(z^2) saturates: both once gave delta_alg = inf.
+    res = delta_alg(link)
+    assert res.hard_dim == 1 and abs(res.delta_alg - 0.5) <= max(3 * res.error, 1e-12), (res.delta_alg, res.error)
+    assert res.error < 1e-6
+
+
+@pytest.mark.parametrize("link", ["z + z**3", "tanh(z)", "atan(z)", "exp(z)", "sinh(z)"])
+def test_every_strictly_monotone_function_of_z_is_easy(link):
+    res = delta_alg(link)
+    assert (res.easy_dim, res.hard_dim, res.delta_alg) == (1, 0, 0.0)
+
+
+def test_an_unresolved_link_is_an_error_not_an_answer():
+    # y = exp(64 z) spans e^{+-2560}: the y-quadrature does not resolve it; its error estimate says so
+    from thresholds.errors import ConvergenceError
+    with pytest.raises(ConvergenceError, match="did not converge"):
+        delta_alg("exp(64*z)")

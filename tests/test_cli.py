@@ -81,7 +81,10 @@ def test_spectral_delta_json_and_plot(tmp_path):
 
 @pytest.mark.parametrize("args, fragment", [
     (("spectral", "-l", "phase_retrieval", "-p", "y + q"), "unknown symbol 'q'"),
-    (("spectral", "-l", "phase_retrieval", "-d", "-1"), "must be > 0"),
+    (("spectral", "-l", "phase_retrieval", "-d", "-1"), "must be a finite number in"),
+    (("spectral", "-l", "phase_retrieval", "-d", "inf"), "must be a finite number in"),
+    (("spectral", "-l", "phase_retrieval", "-d", "1e-300"), "must be a finite number in"),
+    (("spectral", "-l", "phase_retrieval", "--search-max", "inf"), "must be a finite number in"),
     (("spectral", "-l", "noisy_phase_retrieval", "-p", "1/y"), "pole"),
     (("spectral", "-l", "phase_retrieval", "--plot", "x.png"), "--plot needs --delta"),
 ])
@@ -132,7 +135,7 @@ def test_dmft_json_steps(tmp_path, monkeypatch):
     assert {"norm2", "overlap_init", "train_loss", "test_loss", "norm2_err"} <= set(data["steps"][0])
     again = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "4", "--paths", "2000", "--json")
     assert json.loads(again.output)["steps"] == data["steps"]  # served from the cache
-    assert list(tmp_path.glob("dmft-*.pkl"))
+    assert list(tmp_path.glob("dmft-*.json"))
 
 
 def test_dmft_divergence_is_one_line():
@@ -216,3 +219,46 @@ def test_validate_refuses_a_link_without_hard_direction(tmp_path, monkeypatch):
     res = run("validate", "-a", "gelu", "-l", "staircase", "--d", "50", "--deltas", "2", "--trials", "1",
               "--report", str(tmp_path / "r"))
     assert res.exit_code == 2 and "no hard direction" in res.output and "Traceback" not in res.output
+
+
+def test_json_output_is_strict_json():
+    res = run("alg", "--link", "z", "--json")  # lambda_max(F) is nan for an easy link
+    assert res.exit_code == 0, res.output
+
+    def refuse(constant):
+        raise ValueError(f"non-standard JSON constant {constant}")
+    data = json.loads(res.output, parse_constant=refuse)
+    assert data["delta_alg"] == 0 and data["lambda_max_F"] is None
+
+
+def test_error_messages_are_plain_short_text():
+    res = run("alg", "--link", "[bold red]zz:b:")
+    assert res.exit_code == 2 and "[bold red]zz:b:" in res.output and "\U0001f171" not in res.output
+    res = run("alg", "--link", "a" * 100_000)
+    assert res.exit_code == 2 and len(res.output) < 500 and res.output.count("\n") <= 1
+
+
+@pytest.mark.parametrize("args, fragment, code", [
+    (("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "3", "--seed", "-1"), "--seed", 2),
+    (("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "3", "--rho0", "nan"), "finite", 2),
+    (("hessian", "-a", "tanh", "-l", "abs", "-d", "1:1e9:1", "--eta", "0.2", "-T", "3"), "at most 1000", 2),
+    (("nn", "-a", "quad", "--scan", "rho0=1:2:1000000000"), "at most 1000", 2),
+    (("validate", "-a", "gelu", "-l", "phase_retrieval", "--t0", "-1e9", "--d", "20", "--deltas", "2",
+      "--trials", "1", "--report", "{tmp}/r"), "at least one step", 2),
+    (("validate", "-a", "gelu", "-l", "phase_retrieval", "--eta", "nan", "--d", "20", "--deltas", "2",
+      "--trials", "1", "--report", "{tmp}/r"), "finite", 2),
+    (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "/dev/full"), "cannot write", 2),
+    (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "{tmp}/no/such/folder.png"), "cannot write", 2),
+    (("table", "--activations", ""), "at least one name", 2),
+])
+def test_bad_option_values_are_one_line_errors(args, fragment, code, tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run(*[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert res.exit_code == code and fragment in res.output and "Traceback" not in res.output, res.output
+
+
+def test_gd_divergence_in_validate_is_a_one_line_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    res = run("validate", "-a", "gelu", "-l", "phase_retrieval", "--eta", "5", "--d", "20", "--deltas", "2",
+              "--trials", "1", "--report", str(tmp_path / "r"))
+    assert res.exit_code == 3 and "diverged" in res.output and "lower the step size" in res.output

@@ -34,10 +34,12 @@ import sympy as sp
 
 from .branches import InverseBranches
 from .catalog import Link, get_link
+from .errors import ConvergenceError
 from .levelset import LevelSetGram
 
 FLOOR_MP = 1e-20
 FLOOR_FLOAT = 1e-10
+MAX_MOMENT_ERROR = 1e-3  # largest error estimate of a normalized conditional moment that decides a split
 
 
 @dataclass
@@ -140,6 +142,7 @@ def _single_index(link: Link, dps: int, max_order: int) -> AlgResult:
         return AlgResult(easy_dim=1, hard_dim=0, easy_basis=[[1.0]], hard_basis=[],
                          generative_exponent=1, delta_alg=0.0, error=0.0,
                          lambda_max=math.nan, lambda_error=math.nan, **base)
+    _require_zero_established(link, "E[E[g|y]^2]", m1, e1)
     if _nonzero(float(m2), float(e2), FLOOR_MP):
         with mpmath.workdps(dps):
             value = 1 / m2
@@ -147,6 +150,7 @@ def _single_index(link: Link, dps: int, max_order: int) -> AlgResult:
         return AlgResult(easy_dim=0, hard_dim=1, easy_basis=[], hard_basis=[[1.0]],
                          generative_exponent=2, delta_alg=float(value), error=float(err),
                          lambda_max=float(m2), lambda_error=float(e2), **base)
+    _require_zero_established(link, "E[E[g^2-1|y]^2]", m2, e2)
     gen = None
     if max_order >= 3:
         hermite = [sp.hermite_prob(j, z) for j in range(3, max_order + 1)]
@@ -158,6 +162,17 @@ def _single_index(link: Link, dps: int, max_order: int) -> AlgResult:
     return AlgResult(easy_dim=0, hard_dim=1, easy_basis=[], hard_basis=[[1.0]],
                      generative_exponent=gen, delta_alg=math.inf, error=0.0,
                      lambda_max=float(m2), lambda_error=float(e2), **base)
+
+
+def _require_zero_established(link, name, value, error):
+    """A moment is declared 0 (the direction is hard, or F = 0) only when its error estimate is small: both
+    moments are bounded by Jensen (E[E[g|y]^2] <= E[g^2] = 1, E[E[g^2-1|y]^2] <= E[(g^2-1)^2] = 2), so
+    an error above MAX_MOMENT_ERROR means the quadrature has not resolved the link (y = exp(64 z), whose
+    values span e^{+-2560}, gives 0.53 +- 0.21) and the split is undecided: an error, not an answer."""
+    if not float(error) <= MAX_MOMENT_ERROR:
+        raise ConvergenceError(f"the conditional moments of y = {link.expr} did not converge ({name} = "
+                               f"{float(value):.3g} +- {float(error):.2g}): the inverse-branch quadrature "
+                               "does not resolve this link")
 
 
 def _rotation_substitution(link_vars, basis):
@@ -334,7 +349,7 @@ def latent_split(link: str | Link) -> LatentSplit:
     memo = repr(sorted(key.items()))
     if memo in _SPLITS:
         return _SPLITS[memo]
-    hit = _cache.load("latent_split", key)
+    hit = _cache.load("latent_split", key, expect=LatentSplit)
     if hit is not None:
         _SPLITS[memo] = hit
         return hit

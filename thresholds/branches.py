@@ -98,12 +98,37 @@ def _critical_points(expr, z, a, b):
     grid = np.linspace(lo, hi, 20001)[1:-1]
     with np.errstate(all="ignore"):
         vals = lambdify_numpy([z], d)(grid)
-    idx = np.nonzero(np.sign(vals[1:]) * np.sign(vals[:-1]) < 0)[0]
+    sign = np.sign(vals)
+    idx = np.nonzero(sign[1:] * sign[:-1] < 0)[0]
+    # h' exactly 0 at a grid point with a sign change across it (z = 0 for an even link is on the grid):
+    # the product test above sees 0 on both sides of such a point
+    on_grid = [i for i in np.nonzero(sign[1:-1] == 0)[0] + 1 if sign[i - 1] * sign[i + 1] < 0]
     dmp = lambdify_mpmath([z], d)
-    roots = []
+    roots = [float(grid[i]) for i in on_grid]
     for i in idx:
+        if not (np.isfinite(vals[i]) and np.isfinite(vals[i + 1])) or \
+                min(abs(vals[i]), abs(vals[i + 1])) > 1e3 * max(1.0, float(np.nanmedian(np.abs(vals)))):
+            # h' changes sign through infinity: a pole of h, not a critical point
+            raise UnsupportedError(f"link {expr} has a pole near z = {grid[i]:.4g}: the inverse-branch engine "
+                                   "needs a link that is finite on the real line")
         roots.append(float(mpmath.findroot(dmp, (grid[i], grid[i + 1]), solver="anderson")))
-    return roots
+    return sorted(roots)
+
+
+def _refuse_poles(expr, z, a, b):
+    """UnsupportedError when h has a singularity inside (a, b) (1/z, 1/(z - 1), tan z): the segments of
+    this engine are intervals on which h is finite and monotone, and a pole would join two of them."""
+    from sympy.calculus.util import singularities
+    try:
+        poles = singularities(expr, z, sp.Interval.open(a, b))
+    except (NotImplementedError, ValueError, TypeError):
+        return
+    if poles == sp.S.EmptySet:
+        return
+    where = ("at z = " + ", ".join(f"{float(p):.4g}" for p in list(poles)[:3]) if isinstance(poles, sp.FiniteSet)
+             else "at infinitely many points")
+    raise UnsupportedError(f"link {expr} is singular {where}: the inverse-branch engine needs a link that is "
+                           "finite on the real line")
 
 
 class InverseBranches:
@@ -123,6 +148,7 @@ class InverseBranches:
             if not expr.has(z):
                 atoms.setdefault(expr, Atom(expr)).intervals.append((a, b))
                 continue
+            _refuse_poles(expr, z, a, b)
             # critical points stay symbolic (exact roots) or are refined at the working precision
             cuts = [a] + [_CriticalPoint(expr, z, c) for c in _critical_points(expr, z, a, b)] + [b]
             for lo, hi in zip(cuts[:-1], cuts[1:]):
@@ -136,7 +162,11 @@ class InverseBranches:
     def _end_value(self, seg, end, end_mp):
         if not isinstance(end, _CriticalPoint) and end in (sp.oo, -sp.oo):
             lim = sp.limit(seg.expr, self.z, end)
-            return _to_mp(lim)
+            if lim.is_extended_real and not lim.has(sp.AccumBounds):
+                return _to_mp(lim)
+            # no limit (an oscillating link such as cos z): the inversion is clipped to |z| <= SCAN anyway,
+            # and beyond it the Gaussian weight is below 1e-347
+            return seg.fn(mpmath.mpf(SCAN if end == sp.oo else -SCAN))
         return seg.fn(end_mp)
 
     def _prepare(self):
@@ -146,24 +176,62 @@ class InverseBranches:
             seg.y_lo, seg.y_hi = min(ya, yb), max(ya, yb)
 
     def _invert(self, seg, y):
-        """z in segment with h(z) = y (None when y is outside the clipped segment)."""
+        """z in segment with h(z) = y (None when y is outside the clipped segment, or when y is not
+        resolved there: h is flat to the working precision, see ``_resolved``)."""
         lo = max(seg.a_mp, mpmath.mpf(-SCAN))
         hi = min(seg.b_mp, mpmath.mpf(SCAN))
         flo, fhi = seg.fn(lo) - y, seg.fn(hi) - y
+        tol = mpmath.mpf(10) ** (-mpmath.mp.dps + 3)  # relative; Newton stalls at rounding level
         if flo == 0:
-            return lo
+            return lo if self._resolved(seg, lo, y, tol) else None
         if fhi == 0:
-            return hi
+            return hi if self._resolved(seg, hi, y, tol) else None
         if flo * fhi > 0:
             return None
-        tol = mpmath.mpf(10) ** (-mpmath.mp.dps + 3)  # relative; Newton stalls at rounding level
         # float64 guess by Brent's method, then Newton at the working precision;
         # the bracketed Anderson-Bjorck solver is the fallback when Newton misbehaves
         z = self._newton_from_float(seg, y, lo, hi, tol)
         if z is None:
-            z = mpmath.findroot(lambda t: seg.fn(t) - y, (lo, hi), solver="anderson",
-                                tol=(tol * mpmath.mpf(10) ** -6) ** 2, maxsteps=400, verify=False)
+            z = self._bisect_then_newton(seg, y, lo, hi, flo, tol)
+        return z if z is not None and self._resolved(seg, z, y, tol) else None
+
+    @staticmethod
+    def _bisect_then_newton(seg, y, lo, hi, flo, tol):
+        """The root in [lo, hi] (h - y changes sign) at the working precision: bisection until the bracket
+        is 1e-6 of its size, then Newton kept inside the bracket (where h is nearly flat, e.g. a link that
+        saturates, the bracketed secant-type solvers stall far from the root)."""
+        width = hi - lo
+        for _ in range(200):
+            mid = (lo + hi) / 2
+            fm = seg.fn(mid) - y
+            if fm == 0:
+                return mid
+            if (fm < 0) == (flo < 0):
+                lo, flo = mid, fm
+            else:
+                hi = mid
+            if hi - lo <= width * mpmath.mpf(10) ** -6:
+                break
+        z = (lo + hi) / 2
+        for _ in range(40):
+            d = seg.dfn(z)
+            if d == 0:
+                return z
+            step = (seg.fn(z) - y) / d
+            z_new = min(max(z - step, lo), hi)
+            if abs(z_new - z) <= tol * abs(z) * mpmath.mpf(10) ** -3:
+                return z_new
+            z = z_new
         return z
+
+    @staticmethod
+    def _resolved(seg, z, y, tol) -> bool:
+        """Whether h(z) = y pins z down at the working precision: |h'(z)| (1 + |z|) above the rounding
+        level tol |y| of y (relative: mpmath numbers carry relative precision).  A link that saturates (3 tanh(z^2) -> 3) is flat to the working precision
+        beyond some |z|; there every z solves h(z) = y, the branch weight phi(z)/|h'(z)| of such a z is
+        meaningless (it grows like exp(3 z^2/2) for 3 tanh(z^2)), and the true preimages carry less
+        Gaussian mass than the change between two precisions, which the error estimate measures."""
+        return abs(seg.dfn(z)) * (1 + abs(z)) > tol * abs(y)
 
     @staticmethod
     def _newton_from_float(seg, y, lo, hi, tol):

@@ -77,6 +77,7 @@ every output is reported as the mean with the standard error across them.
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -91,6 +92,17 @@ from .numbers import mean_se_rows
 from .problem import Problem
 from .targets import draw_targets, y_moments
 
+def _memory_limit() -> int:
+    """Bytes a DMFT run may take: $THRESHOLDS_MAX_MEMORY_GB (16 by default; a value that is not a positive
+    number falls back to the default)."""
+    try:
+        gb = float(os.environ.get("THRESHOLDS_MAX_MEMORY_GB", "16"))
+    except ValueError:
+        gb = 16.0
+    return int((gb if math.isfinite(gb) and gb > 0 else 16.0) * 2**30)
+
+
+MAX_MEMORY = _memory_limit()  # larger runs are refused up front
 INNOVATION_FLOOR = 1e-24  # relative variance below which a psi innovation opens no new source
 
 
@@ -141,6 +153,20 @@ class DMFTSetup:
             raise ThresholdsError(f"m must be a positive integer, got {self.m}")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
+        need = self.memory_bytes()
+        if need > MAX_MEMORY:
+            raise ThresholdsError(f"this DMFT needs about {need / 2**30:.0f} GiB (steps = {self.steps}, "
+                                  f"{self.paths // self.replicas} paths per replica, m = {self.m}); the limit is "
+                                  f"{MAX_MEMORY / 2**30:.0f} GiB (THRESHOLDS_MAX_MEMORY_GB): fewer steps or paths")
+
+    def memory_bytes(self) -> int:
+        """Float64 storage of one replica: the kernels C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
+        Lpsi (~T^2 m^2 each) and the per-path arrays (eps and the whitened psi, n T m each; ``pathwise``:
+        the tangents, n T^2)."""
+        T, m, n = self.steps, self.m, self.paths // max(self.replicas, 1)
+        kernels = 4 * (T + 1) ** 2 * m * m
+        paths = 2 * n * T * m if self.response != "pathwise" else n * (T + 1) ** 2
+        return 8 * (kernels + paths)
 
 
 @dataclass
@@ -594,7 +620,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     setup.validate()
     if cache:
         from . import cache as _cache
-        hit = _cache.load("dmft", asdict(setup))
+        hit = _cache.load("dmft", asdict(setup), expect=DMFTResult)
         if hit is not None:
             return hit
         result = solve_dmft(setup, progress=progress, cache=False)

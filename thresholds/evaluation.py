@@ -40,7 +40,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
-    hit = _disk.load("nn-eval", key) if cache else None
+    hit = _disk.load("nn-eval", key, expect=Evaluation) if cache else None
     if hit is not None:
         return hit
     dmft_setup = setup.dmft(delta)

@@ -24,6 +24,7 @@ from .errors import ExpressionError
 MAX_LENGTH = 400
 MAX_POWER = 64  # largest |integer exponent| accepted, against x**10**10 style input
 MAX_DEPTH = 40
+MAX_LITERAL = 1e300  # largest |number| in an expression, literal or computed (float64 ends near 1.8e308)
 
 
 def _phi_cdf(t):
@@ -84,6 +85,14 @@ class _Builder:
         raise ExpressionError(f"invalid expression {self.text!r}: {why}")
 
     def build(self, node: ast.AST, depth: int = 0):
+        try:
+            return self._build(node, depth)
+        except ExpressionError:
+            raise
+        except (ArithmeticError, ValueError, TypeError, RecursionError) as exc:  # raised inside SymPy
+            self.fail(f"cannot be evaluated ({type(exc).__name__}: {exc})")
+
+    def _build(self, node: ast.AST, depth: int):
         if depth > MAX_DEPTH:
             self.fail("nested too deeply")
         if isinstance(node, ast.Expression):
@@ -92,7 +101,11 @@ class _Builder:
             if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
                 self.fail(f"literal {node.value!r} is not a number")
             if isinstance(node.value, int):
+                if abs(node.value) > MAX_LITERAL:
+                    self.fail(f"literal larger than {MAX_LITERAL:.0e}")
                 return sp.Integer(node.value)
+            if not abs(node.value) <= MAX_LITERAL:
+                self.fail(f"literal {node.value!r} is larger than {MAX_LITERAL:.0e}")
             # exact decimal: 0.5 -> 1/2, so that expectations stay exact
             return sp.Rational(repr(node.value))
         if isinstance(node, ast.Name):
@@ -138,6 +151,11 @@ class _Builder:
                 self.fail(f"exponent {right} exceeds the limit {MAX_POWER}")
             if not right.is_number:
                 self.fail("exponents must be numbers")
+            if left.is_number and left.is_real and left != 0:
+                # |left**right| from logarithms, before SymPy builds a number of millions of digits
+                magnitude = float(right) * float(sp.log(abs(left), 10).evalf(15))
+                if magnitude > 300:
+                    self.fail(f"the number {left}**{right} is larger than {MAX_LITERAL:.0e}")
             return left**right
         self.fail(f"operator {type(node.op).__name__} is not allowed")
 
@@ -155,7 +173,10 @@ class _Builder:
         if len(node.args) != nargs:
             self.fail(f"{name}() takes {nargs} argument(s), got {len(node.args)}")
         args = [self.build(a, depth + 1) for a in node.args]
-        return builder(*args)
+        try:
+            return builder(*args)
+        except (ArithmeticError, ValueError, TypeError) as exc:  # e.g. Max of a complex number
+            self.fail(f"{name}({', '.join(map(str, args))}) is not defined ({exc})")
 
 
 def parse_expression(text: str, allowed_symbols: Iterable[str]) -> sp.Expr:
@@ -172,6 +193,11 @@ def parse_expression(text: str, allowed_symbols: Iterable[str]) -> sp.Expr:
         raise ExpressionError("invalid expression '': empty")
     if len(stripped) > MAX_LENGTH:
         raise ExpressionError(f"invalid expression: longer than {MAX_LENGTH} characters")
+    bad = next((c for c in stripped if not (" " <= c <= "~")), None)
+    if bad is not None:  # Python would fold some letters (NFKC: a full-width z is z) and reject others
+        raise ExpressionError(f"invalid expression {stripped.encode('ascii', 'backslashreplace').decode()!r}: "
+                              f"character {bad.encode('ascii', 'backslashreplace').decode()} (only printable "
+                              "ASCII is allowed)")
     try:
         tree = ast.parse(stripped, mode="eval")
     except SyntaxError as exc:
@@ -180,4 +206,6 @@ def parse_expression(text: str, allowed_symbols: Iterable[str]) -> sp.Expr:
     expr = _Builder(stripped, symbols).build(tree)
     if expr.has(sp.zoo, sp.nan, sp.oo, -sp.oo):
         raise ExpressionError(f"invalid expression {stripped!r}: not finite")
+    if any(abs(n) > MAX_LITERAL for n in expr.atoms(sp.Number)):
+        raise ExpressionError(f"invalid expression {stripped!r}: a number larger than {MAX_LITERAL:.0e}")
     return expr

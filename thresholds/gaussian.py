@@ -227,8 +227,11 @@ def expect_numeric(func_mp, *, dps: int = 30, breakpoints=(), extra_dps: int = 1
             if not (_m.isfinite(near) and _m.isfinite(far)) or (far > 1e-100 and far >= near):
                 raise DivergenceError("Gaussian expectation diverges: f(t) phi(t) does not decay "
                                       f"as t -> {'+' if sign > 0 else '-'}inf")
-    v1, e1 = at(dps)
-    v2, e2 = at(dps + extra_dps)
+    try:
+        v1, e1 = at(dps)
+        v2, e2 = at(dps + extra_dps)
+    except ZeroDivisionError:  # the integrand is evaluated on a pole (1/(x - 1) at x = 1)
+        raise DivergenceError("Gaussian expectation diverges: the integrand has a pole on the real line") from None
     if not (_m.isfinite(v1) and _m.isfinite(v2)):
         raise DivergenceError("Gaussian expectation is not finite")
     scale = max(abs(v2), _m.mpf(1))

@@ -96,7 +96,7 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
     from .alg import delta_alg as _delta_alg
     setup.validate()
     if cache:
-        hit = _disk.load("nn", result_key(setup))
+        hit = _disk.load("nn", result_key(setup), expect=NNResult)
         if hit is not None:
             return hit
     start = time.time()

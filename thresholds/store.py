@@ -15,12 +15,11 @@ the old behaviour is left out of the key (``law_dtype`` = float64, ``mean_field`
 
 from __future__ import annotations
 
-import re
 from dataclasses import asdict
 
 from . import cache
 from .hessian import CLIP_QUANTILE
-from .nn import NNSetup
+from .nn import NNResult, NNSetup
 
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
 # fields a cached result may differ in when a caller accepts "the same setup" (cached_delta_nn any_search):
@@ -49,16 +48,13 @@ def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
     """The cached NNResult of ``setup`` (None when ``thresholds nn`` has not run it).  With
     ``any_search``, a result of the same setup run with other search settings or law precision
     (``RELAXED_FIELDS``) is returned when the exact one is missing (its ``setup`` says which)."""
-    hit = cache.load("nn", result_key(setup))
+    hit = cache.load("nn", result_key(setup), expect=NNResult)
     if hit is not None or not any_search:
         return hit
     want = {k: v for k, v in asdict(setup).items() if k not in RELAXED_FIELDS}
-    for path in sorted(cache.cache_dir().glob("nn-*.pkl")):
-        key = path.stem[3:]
-        if not re.fullmatch(r"[0-9a-f]{32}", key):  # other kinds share the prefix (nn-eval-...)
-            continue
-        other = cache.load_key("nn", key)
-        if other is None or not hasattr(other, "setup"):
+    for key in cache.keys("nn"):
+        other = cache.load_key("nn", key, expect=NNResult)
+        if other is None:
             continue
         theirs = {k: v for k, v in asdict(other.setup).items() if k not in RELAXED_FIELDS}
         # the file name must be the key the current code gives that setup (same version and search rules)
@@ -79,7 +75,7 @@ def store_validation(setup: NNSetup, value: float, error: float, report: str) ->
 
 def cached_validation(setup: NNSetup):
     """The recorded finite-d crossing for this setup, or None (always for m = inf: nothing simulates it)."""
-    return None if setup.mean_field else cache.load("validation", validation_key(setup))
+    return None if setup.mean_field else cache.load("validation", validation_key(setup), expect=dict)
 
 
 def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool) -> dict:

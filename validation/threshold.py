@@ -45,9 +45,15 @@ def wilson(k: int, n: int, z: float = 1.96):
 
 
 def trial(activation, link, delta, d, eta, steps, seed, **setup):
-    """One unrestricted GD run: (final fraction of ||Theta||_F^2 in the hard subspace, the run)."""
-    res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=False, seed=seed, n_test=1000,
-                         **setup))
+    """One unrestricted GD run: (final fraction of ||Theta||_F^2 in the hard subspace, the run).  A run that
+    diverges is a DivergenceError naming the step size (a sweep cannot count it as a success or a failure)."""
+    from thresholds.errors import DivergenceError
+    try:
+        res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=False, seed=seed, n_test=1000,
+                             **setup))
+    except FloatingPointError as exc:
+        raise DivergenceError(f"GD diverged ({exc}) at d = {d}, delta = {delta:g}, eta = {eta:g}: lower the "
+                              "step size") from None
     cos2 = res.hard_overlap / np.maximum(res.norm2, 1e-300)
     res.cos2 = cos2
     return float(cos2[-1]), res
@@ -345,6 +351,11 @@ def validate(problem, dims, deltas, trials: int, report_dir, *, t0: float = 50.0
     from thresholds.store import cached_delta_nn, store_validation
     problem.validate()
     check_measurable(problem, hessian=hessian)
+    short = [d for d in dims if horizon(d, problem.eta, t0, c) < 1]
+    if short or not (math.isfinite(t0) and math.isfinite(c)):
+        from thresholds.errors import ThresholdsError
+        raise ThresholdsError(f"the horizon (t0 + c log d)/eta must be at least one step (t0 = {t0:g}, c = {c:g}, "
+                              f"d = {short[0] if short else dims[0]})")
     alg = delta_alg(problem.link).delta_alg
     result = scan(problem.activation, problem.link, dims, deltas, trials, eta=problem.eta, t0=t0, c=c, seed=seed,
                   hessian=hessian, should_stop=should_stop, progress=progress, a=problem.a, b=problem.b,
