@@ -855,14 +855,19 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
 @click.option("--t0", default=50.0, show_default=True, type=float, help="Horizon: (t0 + c log d)/eta steps.")
 @click.option("--c", "c_", default=10.0, show_default=True, type=float, help="Horizon slope in log d.")
 @click.option("--jobs", default="auto", show_default=True,
-              help="Parallelism: the GD kernel uses all cores (numba threads); 'auto' = that.")
+              help="numba threads of the GD kernel in this process; 'auto' = all cores.")
+@click.option("--workers", default="auto", show_default=True,
+              help="Dask worker processes for the trials (one thread each): N starts a LocalCluster, 0 runs them "
+                   "in this process, 'auto' = one per core when there are at least two trials per core.")
+@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+              help="Run the trials on an existing Dask cluster (`dask scheduler` and `dask worker`).")
 @click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--hessian/--no-hessian", default=False, show_default=True,
               help="Also probe the Hessian after the first phase at each (d, delta) (needs sigma'').")
 @click.option("--report", "report_dir", default="validation-report", show_default=True,
               type=click.Path(file_okay=False), callback=_writable_folder, help="Directory of the markdown report and PNGs.")
-def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, width, t0, c_, jobs, seed,
-                 hessian, report_dir):
+def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weight_decay, width, t0, c_, jobs,
+                 workers, scheduler, seed, hessian, report_dir):
     """Empirical GD recovery threshold (success rate vs delta at several d) with a report.
 
     Ctrl-C (or SIGTERM) stops the scan after the current trial and writes the partial report;
@@ -891,16 +896,31 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
             numba.set_num_threads(max(1, min(int(jobs), numba.config.NUMBA_NUM_THREADS)))
         except ValueError:
             abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
+    if workers != "auto":
+        try:
+            workers = int(workers)
+            if not 0 <= workers <= 1024:
+                raise ValueError
+        except ValueError:
+            abort(f"--workers {workers!r}: give 'auto' or an integer from 0 to 1024", 2)
+    if scheduler is not None and not scheduler.startswith(("tcp://", "tls://", "inproc://")):
+        abort(f"--scheduler {scheduler!r}: give the scheduler's address, e.g. tcp://127.0.0.1:8786", 2)
     stop_requested = _terminate_as_interrupt()
     err_console.print(f"GD runs: {len(dim_list)} dimension(s) x {len(delta_list)} delta(s) x {trials} trials "
                       "(Ctrl-C or SIGTERM: stop after the current trial and write the partial report)")
-    with Progress(console=err_console, transient=True) as bar:
-        task = bar.add_task("GD trials", total=1)
+    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+    columns = (TextColumn("GD trials {task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=1)
         run = validate(problem, dim_list, delta_list, trials, report_dir, t0=t0, c=c_, seed=seed, hessian=hessian,
-                       should_stop=stop_requested,
-                       progress=lambda done, total: bar.update(task, completed=done, total=total))
+                       should_stop=stop_requested, workers=workers, scheduler=scheduler,
+                       progress=lambda done, total, label: bar.update(task, completed=done, total=total,
+                                                                      description=f"({label})"))
     result, path = run.scan, run.report
-    console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else ""))
+    done = sum(result.trials.values())
+    console.print(f"report: {path}" + (" (interrupted: partial)" if result.interrupted else "")
+                  + f"; {done} trials, {result.reused} of them reused from earlier runs (stored as they finish), "
+                  f"the others run in {result.executor}")
     for d, (cr, se) in result.crossings.items():
         console.print(f"d = {d}: crossing " + ("not bracketed" if cr is None else f"{cr:.3f} +- {se:.3f}"))
     if result.extrapolated[0] is not None:

@@ -119,3 +119,14 @@ def test_tangent_of_the_gd_map_matches_finite_differences():
     for k in range(3):
         fd = (gradient(Th + eps * Vs[:, :, k], X, y, fns) - gradient(Th - eps * Vs[:, :, k], X, y, fns)) / (2 * eps)
         assert np.allclose(exact[:, :, k], fd, rtol=1e-6, atol=1e-9)
+
+
+def test_the_test_loss_on_a_schedule_leaves_the_run_unchanged():
+    # the test loss is a read-out: evaluating it every 5 steps gives the same trajectory and the same values
+    # at the evaluated steps, nan in between
+    every = run_gd(GDSetup("tanh", "abs", 3.0, 40, 0.2, 12, complement=False, seed=5, n_test=300))
+    sparse = run_gd(GDSetup("tanh", "abs", 3.0, 40, 0.2, 12, complement=False, seed=5, n_test=300, test_every=5))
+    assert np.array_equal(every.norm2, sparse.norm2) and np.array_equal(every.hard_overlap, sparse.hard_overlap)
+    at = [0, 5, 10, 12]
+    assert np.array_equal(every.test_loss[at], sparse.test_loss[at])
+    assert np.isnan(np.delete(sparse.test_loss, at)).all()

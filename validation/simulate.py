@@ -13,7 +13,7 @@ isolates the first phase, as in the DMFT.  The easy directions stay free and
 their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
 
 The per-step kernel is one fused pass over the rows of X (numba, parallel
-over row blocks): u_i = x_i^T Theta, psi_i, and the gradient accumulation
+over ROW_BLOCKS row blocks): u_i = x_i^T Theta, psi_i, and the gradient accumulation
 X^T psi share the row while it is in cache, so a step reads X once.
 """
 
@@ -34,6 +34,12 @@ from thresholds.problem import Problem
 from thresholds.targets import labels, y_moments
 
 
+# Row blocks of the fused kernel.  Each block's partial sums are accumulated in a fixed order and then
+# added block by block, so a run's numbers depend on this count and not on how many threads (or Dask
+# workers) execute it.  2 is the thread count of the machines that produced the committed results.
+ROW_BLOCKS = 2
+
+
 @dataclass
 class GDSetup:
     activation: str
@@ -52,6 +58,7 @@ class GDSetup:
     seed: int = 0
     n_test: int = 5_000  # fresh samples for the test loss
     test_loss: bool = True  # False: the test set is drawn (same random stream) but not evaluated (nan)
+    test_every: int = 1  # the test loss at steps 0, k, 2k, ... and the last one (nan in between)
     dtype: str = "float64"
     loss: str = "square"
 
@@ -212,6 +219,9 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     At the steps in ``snapshots`` the pre-activations X theta (n x m) of the training set are kept
     in ``result.snapshots`` (step -> array)."""
     setup.problem.validate(min_steps=0)
+    if not (isinstance(setup.test_every, int) and setup.test_every >= 1):
+        from thresholds.errors import ThresholdsError
+        raise ThresholdsError(f"test_every must be a positive integer, got {setup.test_every!r}")
     act = get_activation(setup.activation)
     link = get_link(setup.link)
     rng = np.random.default_rng(setup.seed)
@@ -234,7 +244,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     step = step_kernel(act, m)
     evaluate = _eval_kernel(act)
     Ey2 = y_moments(link)[1]
-    nblocks = max(1, numba.get_num_threads())
+    nblocks = ROW_BLOCKS
     T = setup.steps
     norm2, ov0, train, test, lat, hard_ov = (np.zeros(T + 1) for _ in range(6))
     signal = np.zeros((T + 1, easy.shape[0], m))
@@ -251,7 +261,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
         # population risk on the fresh test set, mean((y - f)^2)/2 = mean(y^2)/2 - mean(y f) + mean(f^2)/2,
         # with mean(y^2) replaced by the exact E[y^2]: a control variate (unbiased; it removes the
         # heavy-tailed fluctuation of y^2, e.g. Var(y^2) = 96 for y = g^2)
-        if setup.test_loss:
+        if setup.test_loss and (t % setup.test_every == 0 or t == T):
             yf, ff = evaluate(Xt, yt, Theta, a, b, nblocks)
             test[t] = 0.5 * Ey2 - yf + 0.5 * ff
         else:

@@ -44,13 +44,16 @@ def wilson(k: int, n: int, z: float = 1.96):
     return max(0.0, mid - half), min(1.0, mid + half)
 
 
+TEST_POINTS = 64  # test-loss evaluations per trial (the success decision does not use the test loss)
+
+
 def trial(activation, link, delta, d, eta, steps, seed, **setup):
     """One unrestricted GD run: (final fraction of ||Theta||_F^2 in the hard subspace, the run).  A run that
     diverges is a DivergenceError naming the step size (a sweep cannot count it as a success or a failure)."""
     from thresholds.errors import DivergenceError
     try:
         res = run_gd(GDSetup(activation, link, delta, d, eta, steps, complement=False, seed=seed, n_test=1000,
-                             **setup))
+                             test_every=max(1, steps // TEST_POINTS), **setup))
     except FloatingPointError as exc:
         raise DivergenceError(f"GD diverged ({exc}) at d = {d}, delta = {delta:g}, eta = {eta:g}: lower the "
                               "step size") from None
@@ -145,52 +148,88 @@ class ThresholdScan:
     curves: dict = field(default_factory=dict)      # d -> (train, test, cos2) of one trial at the largest delta
     escapes: dict = field(default_factory=dict)     # (d, delta) -> list of escape steps of successful trials
     hessian: dict = field(default_factory=dict)     # (d, delta) -> hessian_probe output
+    reused: int = 0                                 # trials read from the store instead of run
+    executor: str = "this process"                  # where the other trials ran (validation.sweep)
 
 
 def scan(activation, link, dims, deltas, trials_per_point, *, eta=0.2, t0=50.0, c=10.0, seed=0,
-         progress=None, hessian=False, should_stop=None, **setup) -> ThresholdScan:
+         progress=None, hessian=False, should_stop=None, store=True, workers=0, scheduler=None,
+         **setup) -> ThresholdScan:
     """Run the success-rate grid; Ctrl-C (KeyboardInterrupt) stops it and returns the partial scan,
     and so does ``should_stop()`` returning True, checked after every trial (a cooperative stop
-    that cannot land inside a JIT compilation).
+    that cannot land inside a JIT compilation).  Every finished trial is stored as it ends
+    (validation.trials; ``store``), and a trial stored by an earlier run of the same grid is reused
+    (``reused`` counts them), so an interrupted sweep resumes where it stopped.  The other trials run
+    in this process (``workers = 0``) or on Dask (``workers``, ``scheduler``: validation.sweep).
+    ``progress(done, total, label)`` is called after every trial.  The scan is assembled in grid order
+    whatever the order the trials finish in.
     With ``hessian``, also probe the Hessian after the first phase (complement run) at each (d, delta)."""
+    from functools import partial
+
+    from thresholds.problem import Problem
+    from validation import sweep, trials
     out = ThresholdScan({"activation": activation, "link": link, "eta": eta, "t0": t0, "c": c,
                          "horizon": {d: horizon(d, eta, t0, c) for d in dims}, **setup},
                         list(dims), list(deltas))
-    total = len(dims) * len(deltas) * trials_per_point
-    done = 0
+    problem_key = Problem(activation, link, eta=eta, **setup).simulation_key()
+    specs = [sweep.TrialSpec(d, delta, j, _trial_seed(seed, d, delta, j), horizon(d, eta, t0, c),
+                             delta == max(deltas) and j == 0)
+             for d in dims for delta in deltas for j in range(trials_per_point)]
+    key = {s: trials.trial_key(problem_key, s.d, s.delta, s.steps, s.seed) for s in specs}
+    done = {}
+    for s in specs:
+        rec = trials.load(key[s], curves=s.keep_curves) if store else None
+        if rec is not None:
+            done[s] = rec
+    out.reused = len(done)
+
+    def finished(spec, rec):
+        done[spec] = trials.store(key[spec], rec["cos2"], rec["escape"], rec.get("curves")) if store else rec
+        if progress:
+            progress(len(done), len(specs), f"d = {spec.d}, delta = {spec.delta:g}")
+    pending = [s for s in specs if s not in done]
+    if workers == "auto":
+        workers = sweep.default_workers(len(pending)) if scheduler is None else 0
+    out.executor = (f"Dask scheduler {scheduler}" if scheduler else
+                    f"Dask LocalCluster of {workers} workers" if workers else "this process")
     try:
-        for d in dims:
-            steps = horizon(d, eta, t0, c)
-            for delta in deltas:
-                k = 0
-                for j in range(trials_per_point):
-                    sub = int(np.random.SeedSequence([seed, d, int(round(delta * 1000)), j]).generate_state(1)[0])
-                    cos2, run = trial(activation, link, delta, d, eta, steps, seed=sub, **setup)
-                    k += cos2 > 0.5
-                    esc = escape_time(run.cos2)
-                    if cos2 > 0.5 and esc is not None:
-                        out.escapes.setdefault((d, delta), []).append(esc)
-                    if delta == max(deltas) and j == 0:
-                        out.curves[d] = (run.train_loss, run.test_loss, run.cos2)
-                    done += 1
-                    if progress:
-                        progress(done, total)
-                    if should_stop is not None and should_stop():
-                        raise KeyboardInterrupt
-                out.successes[(d, delta)] = k
-                out.trials[(d, delta)] = trials_per_point
-            ks = [out.successes[(d, x)] for x in deltas]
-            out.crossings[d] = fit_crossing(deltas, ks, [trials_per_point] * len(deltas))
-            if hessian:
-                for delta in deltas:
-                    sub = int(np.random.SeedSequence([seed, d, int(round(delta * 1000)), 10**6]).generate_state(1)[0])
-                    out.hessian[(d, delta)] = hessian_at_first_phase(activation, link, delta, d, eta, steps, sub,
-                                                                     **setup)
+        sweep.execute(partial(sweep.run_trial, activation, link, eta, setup), pending,
+                      workers=workers, scheduler=scheduler, on_result=finished, should_stop=should_stop)
     except KeyboardInterrupt:
         out.interrupted = True
-    ds = [d for d in dims if d in out.crossings]
-    out.extrapolated = extrapolate(ds, [out.crossings[d][0] for d in ds], [out.crossings[d][1] for d in ds])
+    _assemble(out, specs, done, trials_per_point)
+    if hessian and not out.interrupted:
+        for d in dims:
+            for delta in deltas:
+                out.hessian[(d, delta)] = hessian_at_first_phase(activation, link, delta, d, eta,
+                                                                 horizon(d, eta, t0, c),
+                                                                 _trial_seed(seed, d, delta, 10**6), **setup)
     return out
+
+
+def _trial_seed(seed: int, d: int, delta: float, j: int) -> int:
+    return int(np.random.SeedSequence([seed, d, int(round(delta * 1000)), j]).generate_state(1)[0])
+
+
+def _assemble(out: ThresholdScan, specs, done: dict, trials_per_point: int) -> None:
+    """Counts, escapes and curves in grid order from the finished trials; crossings for the d whose every
+    point is complete; the extrapolation over those d."""
+    for s in specs:
+        rec = done.get(s)
+        if rec is None:
+            continue
+        out.successes[(s.d, s.delta)] = out.successes.get((s.d, s.delta), 0) + (rec["cos2"] > 0.5)
+        out.trials[(s.d, s.delta)] = out.trials.get((s.d, s.delta), 0) + 1
+        if rec["cos2"] > 0.5 and rec["escape"] is not None:
+            out.escapes.setdefault((s.d, s.delta), []).append(rec["escape"])
+        if s.keep_curves:
+            out.curves[s.d] = (rec["curves"]["train"], rec["curves"]["test"], rec["curves"]["cos2"])
+    for d in out.dims:
+        if all(out.trials.get((d, x)) == trials_per_point for x in out.deltas):
+            ks = [out.successes[(d, x)] for x in out.deltas]
+            out.crossings[d] = fit_crossing(out.deltas, ks, [trials_per_point] * len(out.deltas))
+    ds = [d for d in out.dims if d in out.crossings]
+    out.extrapolated = extrapolate(ds, [out.crossings[d][0] for d in ds], [out.crossings[d][1] for d in ds])
 
 
 def _nn_lines(nn, dims):
@@ -262,7 +301,8 @@ def write_report(result: ThresholdScan, directory, *, delta_alg=None, delta_nn=N
         fig, axes = plt.subplots(1, 2, figsize=(10, 3.8))
         for d, (train, test, cos2) in result.curves.items():
             axes[0].plot(train, label=f"train, d = {d}")
-            axes[0].plot(test, "--", label=f"test, d = {d}")
+            at = np.flatnonzero(np.isfinite(test))  # the test loss is evaluated on a schedule
+            axes[0].plot(at, np.asarray(test)[at], "--", label=f"test, d = {d}")
             axes[1].plot(cos2, label=f"d = {d}")
         axes[0].set_xlabel("step")
         axes[0].set_title(f"losses at delta = {max(result.deltas):g}")
@@ -342,7 +382,7 @@ def check_measurable(problem, *, hessian: bool = False) -> None:
 
 
 def validate(problem, dims, deltas, trials: int, report_dir, *, t0: float = 50.0, c: float = 10.0, seed: int = 0,
-             hessian: bool = False, should_stop=None, progress=None) -> Validation:
+             hessian: bool = False, should_stop=None, progress=None, workers=0, scheduler=None) -> Validation:
     """The success-rate grid of ``problem`` (its horizon replaced by T(d)), its report (quoting a cached
     ``thresholds nn`` result of the same problem), and the extrapolated crossing stored for ``table``
     when the grid is complete."""
@@ -358,7 +398,8 @@ def validate(problem, dims, deltas, trials: int, report_dir, *, t0: float = 50.0
                               f"d = {short[0] if short else dims[0]})")
     alg = delta_alg(problem.link).delta_alg
     result = scan(problem.activation, problem.link, dims, deltas, trials, eta=problem.eta, t0=t0, c=c, seed=seed,
-                  hessian=hessian, should_stop=should_stop, progress=progress, a=problem.a, b=problem.b,
+                  hessian=hessian, should_stop=should_stop, progress=progress, workers=workers, scheduler=scheduler,
+                  a=problem.a, b=problem.b,
                   rho0=problem.rho0, weight_decay=problem.weight_decay, m=problem.m)
     same = NNSetup.from_problem(problem)
     path = write_report(result, report_dir, delta_alg=alg, delta_nn=cached_delta_nn(same, any_search=True))

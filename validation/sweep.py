@@ -1,0 +1,83 @@
+"""Running the trials of a sweep: in this process, or as independent tasks on Dask distributed.
+
+A sweep is a list of trials (validation.threshold.trial), each determined by its seed.  The trials
+that the store (validation.trials) does not hold are run by an executor and stored as each one
+finishes, in the calling process:
+
+* ``workers = 0``: one after the other in this process;
+* ``workers = N >= 1``: a ``distributed.LocalCluster`` of N worker processes with one thread each
+  (no oversubscription of the numba threads) on this machine;
+* ``scheduler = "tcp://HOST:PORT"``: an existing Dask cluster (``dask scheduler`` / ``dask worker``).
+
+A trial's numbers do not depend on where it runs (the GD kernel's row blocks are fixed,
+validation.simulate.ROW_BLOCKS), so the sweep gives the same result whatever the executor
+(tests/test_sweep.py).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TrialSpec:
+    """One trial of a sweep: its place in the grid, its seed and horizon, and whether the report plots it."""
+
+    d: int
+    delta: float
+    index: int
+    seed: int
+    steps: int
+    keep_curves: bool
+
+
+def run_trial(activation, link, eta, setup: dict, spec: TrialSpec) -> dict:
+    """The record of one trial (validation.trials): final hard fraction, escape step, curves if kept."""
+    from validation.threshold import escape_time, trial
+    cos2, run = trial(activation, link, spec.delta, spec.d, eta, spec.steps, seed=spec.seed, **setup)
+    rec = {"cos2": cos2, "escape": escape_time(run.cos2)}
+    if spec.keep_curves:
+        rec["curves"] = {"train": run.train_loss, "test": run.test_loss, "cos2": run.cos2}
+    return rec
+
+
+def default_workers(pending: int) -> int:
+    """Worker processes for ``workers = "auto"``: one per core on a multi-core machine when there are at
+    least two trials per core to run (a LocalCluster takes a few seconds to start), else in-process (0)."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return cores if cores > 1 and pending >= 2 * cores else 0
+
+
+def execute(task, specs, *, workers: int = 0, scheduler: str | None = None, on_result=None, should_stop=None):
+    """Run ``task(spec)`` for every spec; ``on_result(spec, rec)`` is called in this process as each one
+    finishes (in any order with Dask).  ``should_stop()`` is polled after each; when it returns True the
+    remaining tasks are cancelled and KeyboardInterrupt is raised."""
+    if not specs:
+        return
+    if scheduler is None and workers == 0:
+        for spec in specs:
+            on_result(spec, task(spec))
+            if should_stop is not None and should_stop():
+                raise KeyboardInterrupt
+        return
+    from distributed import Client, LocalCluster, as_completed
+    cluster = None
+    if scheduler is None:
+        import logging
+        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
+                               host="127.0.0.1", silence_logs=logging.ERROR,
+                               env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
+    client = Client(scheduler if scheduler is not None else cluster)
+    futures = {client.submit(task, spec, pure=False): spec for spec in specs}
+    try:
+        for future in as_completed(futures):
+            on_result(futures[future], future.result())
+            if should_stop is not None and should_stop():
+                raise KeyboardInterrupt
+    finally:
+        for future in futures:
+            future.cancel()
+        client.close()
+        if cluster is not None:
+            cluster.close()
