@@ -237,12 +237,6 @@ def alg_cmd(link, dps, max_order, as_json):
     console.print(table)
 
 
-def _positive(ctx, param, value):
-    if value is not None and not value > 0:
-        raise click.BadParameter("must be > 0")
-    return value
-
-
 def _within(lo: float, hi: float):
     """Callback: a finite number in [lo, hi] (None passes: the option is optional)."""
     def check(ctx, param, value):

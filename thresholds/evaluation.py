@@ -33,13 +33,13 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     (finite-d law): the indicators at the last step only.  ``law_source`` (thresholds.laws) supplies the
     first-phase law when ``setup.law`` is not "dmft" (the validation layer's ``validation.gd_law.nn_law``
     for "gd")."""
-    key = evaluation_key(setup, delta, outliers, final_only)
     if setup.law == "dmft":
         return from_spectra(delta, hessian_spectra(setup.dmft(delta), cache=cache, progress=progress,
                                                    outliers=outliers))
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
+    key = evaluation_key(setup, delta, outliers, final_only)
     hit = _disk.load("nn-eval", key, expect=Evaluation) if cache else None
     if hit is not None:
         return hit
