@@ -13,8 +13,11 @@ isolates the first phase, as in the DMFT.  The easy directions stay free and
 their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
 
 The per-step kernel is one fused pass over the rows of X (numba, parallel
-over ROW_BLOCKS row blocks): u_i = x_i^T Theta, psi_i, and the gradient accumulation
-X^T psi share the row while it is in cache, so a step reads X once.
+over ROW_BLOCKS row blocks, register tiles of ROWS rows): u_i = x_i^T Theta, psi_i, and the
+gradient accumulation X^T psi share the rows while they are in cache, so a step reads X once and
+each entry of Theta and of the gradient loaded serves ROWS rows.  Its cost is that of the two
+products X Theta and X^T Psi by BLAS or less for m <= 16 (validation/bench_simulate.py), and its
+numbers do not depend on the thread count (a BLAS product's do, for some shapes).
 """
 
 from __future__ import annotations
@@ -87,103 +90,128 @@ class GDResult:
     signal: np.ndarray = None         # (T+1, r_E, m): overlaps with the easy directions
 
 
-def make_step_kernel(s0, s1):
-    """Fused GD step for m neurons: returns (train loss); updates grad in place."""
+ROWS = 4  # rows of X per register tile of the step kernel
 
-    @numba.njit(parallel=True, fastmath=False, cache=False)
-    def step(X, y, Theta, a, b, grad, nblocks):
-        n, d = X.shape
-        m = Theta.shape[1]
-        partial = np.zeros((nblocks, d, m))
-        losses = np.zeros(nblocks)
-        rows = (n + nblocks - 1) // nblocks
-        for blk in numba.prange(nblocks):
-            u = np.empty(m)
-            psi = np.empty(m)
-            for i in range(blk * rows, min(n, (blk + 1) * rows)):
-                for j in range(m):
-                    acc = 0.0
-                    for k in range(d):
-                        acc += X[i, k] * Theta[k, j]
-                    u[j] = acc
-                f = 0.0
-                for j in range(m):
-                    f += a[j] * s0(u[j] + b[j])
-                f /= m
-                r = y[i] - f
-                losses[blk] += 0.5 * r * r
-                for j in range(m):
-                    psi[j] = r * a[j] * s1(u[j] + b[j])
-                for k in range(d):
-                    xk = X[i, k]
-                    for j in range(m):
-                        partial[blk, k, j] += psi[j] * xk
-        for k in range(d):
+
+@numba.njit(fastmath=True, cache=False, inline="always")
+def _tile_preactivations(X, i0, cnt, ThetaT, u):
+    """u[r, j] = x_{i0+r}^T theta_j for the ``cnt`` <= ROWS rows of a tile (eq. (1)); a full tile keeps
+    four running sums per neuron, so each theta_j entry loaded serves four rows."""
+    m, d = ThetaT.shape
+    if cnt == ROWS:
+        x0, x1, x2, x3 = X[i0], X[i0 + 1], X[i0 + 2], X[i0 + 3]
+        for j in range(m):
+            t = ThetaT[j]
+            c0 = c1 = c2 = c3 = 0.0
+            for k in range(d):
+                tk = t[k]
+                c0 += x0[k] * tk
+                c1 += x1[k] * tk
+                c2 += x2[k] * tk
+                c3 += x3[k] * tk
+            u[0, j], u[1, j], u[2, j], u[3, j] = c0, c1, c2, c3
+    else:
+        for r in range(cnt):
+            xr = X[i0 + r]
             for j in range(m):
-                acc = 0.0
-                for blk in range(nblocks):
-                    acc += partial[blk, k, j]
-                grad[k, j] = acc / n
-        return losses.sum() / n
-
-    return step
+                t = ThetaT[j]
+                c = 0.0
+                for k in range(d):
+                    c += xr[k] * t[k]
+                u[r, j] = c
 
 
-def make_step_kernel_m1(s0, s1):
-    """Specialised fused step for one neuron (contiguous 2-D accumulators, SIMD-friendly)."""
+def make_step_kernel(s0, s1):
+    """The GD step, eqs. (1)-(3): returns the train loss (1/n) sum_i (y_i - f_i)^2 / 2 and writes
+    gradT[j] = (1/n) sum_i psi_ij x_i.  ``ThetaT`` is Theta transposed (m x d, C-contiguous).
+
+    One pass over X: the rows are cut into ``nblocks`` blocks (numba-parallel), each block into tiles of
+    ROWS rows; a tile's pre-activations, its psi and its share of the gradient are computed while its
+    rows are in cache.  Every sum has a fixed order given by (nblocks, ROWS), so the numbers do not
+    depend on how many threads run the blocks."""
 
     @numba.njit(parallel=True, fastmath=True, cache=False)
-    def step(X, y, Theta, a, b, grad, nblocks):
+    def step(X, y, ThetaT, a, b, gradT, nblocks):
         n, d = X.shape
-        theta = Theta[:, 0]
-        partial = np.zeros((nblocks, d))
+        m = ThetaT.shape[0]
+        partial = np.zeros((nblocks, m, d))
         losses = np.zeros(nblocks)
         rows = (n + nblocks - 1) // nblocks
-        a0, b0 = a[0], b[0]
         for blk in numba.prange(nblocks):
-            acc_g = partial[blk]
-            for i in range(blk * rows, min(n, (blk + 1) * rows)):
-                xi = X[i]
-                u = 0.0
-                for k in range(d):
-                    u += xi[k] * theta[k]
-                r = y[i] - a0 * s0(u + b0)
-                losses[blk] += 0.5 * r * r
-                p = r * a0 * s1(u + b0)
-                for k in range(d):
-                    acc_g[k] += p * xi[k]
-        for k in range(d):
-            acc = 0.0
-            for blk in range(nblocks):
-                acc += partial[blk, k]
-            grad[k, 0] = acc / n
+            acc = partial[blk]
+            u = np.empty((ROWS, m))
+            p = np.empty((ROWS, m))
+            lo, hi = blk * rows, min(n, (blk + 1) * rows)
+            for i0 in range(lo, hi, ROWS):
+                cnt = min(ROWS, hi - i0)
+                _tile_preactivations(X, i0, cnt, ThetaT, u)
+                for r in range(cnt):                                   # eq. (3)
+                    f = 0.0
+                    for j in range(m):
+                        f += a[j] * s0(u[r, j] + b[j])
+                    res = y[i0 + r] - f / m
+                    losses[blk] += 0.5 * res * res
+                    for j in range(m):
+                        p[r, j] = res * a[j] * s1(u[r, j] + b[j])
+                if cnt == ROWS:                                        # eq. (2): sum_i psi_ij x_i
+                    x0, x1, x2, x3 = X[i0], X[i0 + 1], X[i0 + 2], X[i0 + 3]
+                    j = 0
+                    while j + 1 < m:  # two neurons per pass: each x entry loaded serves both
+                        g, h = acc[j], acc[j + 1]
+                        p0, p1, p2, p3 = p[0, j], p[1, j], p[2, j], p[3, j]
+                        q0, q1, q2, q3 = p[0, j + 1], p[1, j + 1], p[2, j + 1], p[3, j + 1]
+                        for k in range(d):
+                            e0, e1, e2, e3 = x0[k], x1[k], x2[k], x3[k]
+                            g[k] += p0 * e0 + p1 * e1 + p2 * e2 + p3 * e3
+                            h[k] += q0 * e0 + q1 * e1 + q2 * e2 + q3 * e3
+                        j += 2
+                    if j < m:
+                        g = acc[j]
+                        p0, p1, p2, p3 = p[0, j], p[1, j], p[2, j], p[3, j]
+                        for k in range(d):
+                            g[k] += p0 * x0[k] + p1 * x1[k] + p2 * x2[k] + p3 * x3[k]
+                else:
+                    for r in range(cnt):
+                        xr = X[i0 + r]
+                        for j in range(m):
+                            g = acc[j]
+                            pr = p[r, j]
+                            for k in range(d):
+                                g[k] += pr * xr[k]
+        for j in range(m):
+            for k in range(d):
+                s = 0.0
+                for blk in range(nblocks):
+                    s += partial[blk, j, k]
+                gradT[j, k] = s / n
         return losses.sum() / n
 
     return step
 
 
 def make_eval_kernel(s0):
-    """(mean y f, mean f^2) on a data set, numba-parallel over rows (no BLAS call in the
-    GD loop: BLAS threads spinning after a call would slow the next numba kernel down)."""
+    """(mean y f, mean f^2) on a data set (ThetaT: m x d), numba-parallel over the same row blocks."""
 
-    @numba.njit(parallel=True, cache=False)
-    def evaluate(X, y, Theta, a, b, nblocks):
+    @numba.njit(parallel=True, fastmath=True, cache=False)
+    def evaluate(X, y, ThetaT, a, b, nblocks):
         n, d = X.shape
-        m = Theta.shape[1]
+        m = ThetaT.shape[0]
         yf = np.zeros(nblocks)
         ff = np.zeros(nblocks)
         rows = (n + nblocks - 1) // nblocks
         for blk in numba.prange(nblocks):
-            for i in range(blk * rows, min(n, (blk + 1) * rows)):
-                f = 0.0
-                for j in range(m):
-                    u = 0.0
-                    for k in range(d):
-                        u += X[i, k] * Theta[k, j]
-                    f += a[j] * s0(u + b[j])
-                f /= m
-                yf[blk] += y[i] * f
-                ff[blk] += f * f
+            u = np.empty((ROWS, m))
+            lo, hi = blk * rows, min(n, (blk + 1) * rows)
+            for i0 in range(lo, hi, ROWS):
+                cnt = min(ROWS, hi - i0)
+                _tile_preactivations(X, i0, cnt, ThetaT, u)
+                for r in range(cnt):
+                    f = 0.0
+                    for j in range(m):
+                        f += a[j] * s0(u[r, j] + b[j])
+                    f /= m
+                    yf[blk] += y[i0 + r] * f
+                    ff[blk] += f * f
         return yf.sum() / n, ff.sum() / n
 
     return evaluate
@@ -200,11 +228,10 @@ def _eval_kernel(act):
     return _EVAL[key]
 
 
-def step_kernel(act, m):
-    key = (str(act.expr), m == 1)
+def step_kernel(act):
+    key = str(act.expr)
     if key not in _KERNELS:
-        s0, s1, _ = compiled_activation(act, False)
-        _KERNELS[key] = make_step_kernel_m1(s0, s1) if m == 1 else make_step_kernel(s0, s1)
+        _KERNELS[key] = make_step_kernel(*compiled_activation(act, False)[:2])
     return _KERNELS[key]
 
 
@@ -240,8 +267,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     Theta0 = Theta.copy()
     a = np.full(m, setup.a, dtype=dtype)
     b = np.full(m, setup.b, dtype=dtype)
-    grad = np.zeros_like(Theta)
-    step = step_kernel(act, m)
+    gradT = np.zeros((m, d), dtype=dtype)
+    step = step_kernel(act)
     evaluate = _eval_kernel(act)
     Ey2 = y_moments(link)[1]
     nblocks = ROW_BLOCKS
@@ -251,7 +278,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     snap_steps, snaps = set(snapshots), {}
     start = time.time()
     for t in range(T + 1):
-        loss = step(X, y, Theta, a, b, grad, nblocks)
+        ThetaT = np.ascontiguousarray(Theta.T)
+        loss = step(X, y, ThetaT, a, b, gradT, nblocks)
         norm2[t] = float(np.vdot(Theta, Theta)) / m
         ov0[t] = float(np.vdot(Theta, Theta0)) / m
         lat[t] = float(np.vdot(Theta[:k], Theta[:k])) / m
@@ -262,7 +290,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
         # with mean(y^2) replaced by the exact E[y^2]: a control variate (unbiased; it removes the
         # heavy-tailed fluctuation of y^2, e.g. Var(y^2) = 96 for y = g^2)
         if setup.test_loss and (t % setup.test_every == 0 or t == T):
-            yf, ff = evaluate(Xt, yt, Theta, a, b, nblocks)
+            yf, ff = evaluate(Xt, yt, ThetaT, a, b, nblocks)
             test[t] = 0.5 * Ey2 - yf + 0.5 * ff
         else:
             test[t] = math.nan
@@ -274,7 +302,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
             snaps[t] = X @ Theta
         if t == T:
             break
-        Theta += setup.eta * grad - setup.eta * setup.weight_decay * Theta
+        Theta += setup.eta * gradT.T - setup.eta * setup.weight_decay * Theta
         if setup.complement:
             Theta[:k] = easy.T @ (easy @ Theta[:k])
         if setup.sphere:
