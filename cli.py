@@ -630,6 +630,48 @@ def _run_nn(setup, no_cache, quiet=False):
         return delta_nn(setup, cache=not no_cache, progress=progress, log=log)
 
 
+def _executor_options(what: str, per_worker: str):
+    """--workers / --scheduler: where the independent tasks (``what``) of a command run."""
+    def decorate(func):
+        func = click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
+                            help=f"Run the {what} on an existing Dask cluster (`dask scheduler` and "
+                                 "`dask worker`).")(func)
+        return click.option("--workers", default="auto", show_default=True,
+                            help=f"Dask worker processes for the {what} (one thread each): N starts a "
+                                 f"LocalCluster, 0 runs them in this process, 'auto' = one per core while "
+                                 f"there are {per_worker} per worker.")(func)
+    return decorate
+
+
+def _executor(workers, scheduler):
+    """The parsed --workers ('auto' or an int); aborts on a bad --workers or --scheduler."""
+    if workers != "auto":
+        try:
+            workers = int(workers)
+            if not 0 <= workers <= 1024:
+                raise ValueError
+        except ValueError:
+            abort(f"--workers {workers!r}: give 'auto' or an integer from 0 to 1024", 2)
+    if scheduler is not None and not scheduler.startswith(("tcp://", "tls://", "inproc://")):
+        abort(f"--scheduler {scheduler!r}: give the scheduler's address, e.g. tcp://127.0.0.1:8786", 2)
+    return workers
+
+
+def _run_nn_many(setups, no_cache, workers, scheduler):
+    """delta_NN of each setup (validation.searches): cached ones at once, the others in this process
+    with a bar per search, or as Dask tasks with one bar over all of them."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from validation.searches import delta_nn_many
+
+    here = lambda setup: _run_nn(setup, no_cache, quiet=True)  # noqa: E731
+    columns = (TextColumn("delta_NN searches"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=len(setups))
+        return delta_nn_many(setups, cache=not no_cache, workers=workers, scheduler=scheduler, run_here=here,
+                             on_result=lambda i, entry, cached: bar.advance(task))
+
+
 @main.command("nn")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
 @click.option("--link", "-l", default="phase_retrieval", show_default=True,
@@ -640,7 +682,8 @@ def _run_nn(setup, no_cache, quiet=False):
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
-def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
+@_executor_options("searches of --scan", "one search")
+def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
     negative outlier in the hard subspace (any width --m and number of hard directions;
     square loss).
@@ -650,12 +693,18 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
     """
     from rich.markup import escape
 
+    from thresholds.errors import ThresholdsError
+
     setup = _nn_setup(activation, link, kw)
     setup.validate()
     if scan_text:
         from dataclasses import replace
         name, values = parse_scan(scan_text)
-        results = [_run_nn(replace(setup, **{name: v}), kw["no_cache"], quiet=True) for v in values]
+        results = _run_nn_many([replace(setup, **{name: v}) for v in values], kw["no_cache"],
+                               _executor(workers, scheduler), scheduler)
+        refused = next((r for r in results if isinstance(r, ThresholdsError)), None)
+        if refused is not None:
+            raise refused
         if plot_path:
             from thresholds.plots import scan_figure
             scan_figure(results, name, values, plot_path)
@@ -714,12 +763,13 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, **kw):
 @click.option("--widths", default=None, help="Comma-separated widths m (one row each; overrides --m).")
 @_nn_setup_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a 'rows' list.")
-def table_cmd(links, activations, widths, as_json, **kw):
+@_executor_options("rows' searches", "one search")
+def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
     simulated threshold when a validation of the same setup is cached."""
     from rich.markup import escape
 
-    from thresholds.errors import UnsupportedError
+    from thresholds.errors import ThresholdsError, UnsupportedError
     from thresholds.store import cached_validation
 
     try:
@@ -733,18 +783,15 @@ def table_cmd(links, activations, widths, as_json, **kw):
     act_list = [v.strip() for v in activations.split(",") if v.strip()]
     if not link_list or not act_list:
         abort("--links and --activations need at least one name each", 2)
+    setups = [_nn_setup(act, link, dict(kw, width=m)) for link in link_list for act in act_list for m in width_list]
     rows = []
-    for link in link_list:
-        for act in act_list:
-            for m in width_list:
-                setup = _nn_setup(act, link, dict(kw, width=m))
-                setup.validate()
-                try:
-                    res = _run_nn(setup, kw["no_cache"], quiet=True)
-                except UnsupportedError as exc:  # e.g. a link with no hard direction
-                    rows.append((setup, None, str(exc)))
-                    continue
-                rows.append((setup, res, cached_validation(setup)))
+    for setup, res in zip(setups, _run_nn_many(setups, kw["no_cache"], _executor(workers, scheduler), scheduler)):
+        if isinstance(res, UnsupportedError):  # e.g. a link with no hard direction
+            rows.append((setup, None, str(res)))
+        elif isinstance(res, ThresholdsError):
+            raise res
+        else:
+            rows.append((setup, res, cached_validation(setup)))
     if as_json:
         emit_json({"rows": [dict(r.to_json(), simulated=v) if r is not None else
                             {"link": st.link, "activation": st.activation, "m": st.width, "unsupported": v}
@@ -850,11 +897,7 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
 @click.option("--c", "c_", default=10.0, show_default=True, type=float, help="Horizon slope in log d.")
 @click.option("--jobs", default="auto", show_default=True,
               help="numba threads of the GD kernel in this process; 'auto' = all cores.")
-@click.option("--workers", default="auto", show_default=True,
-              help="Dask worker processes for the trials (one thread each): N starts a LocalCluster, 0 runs them "
-                   "in this process, 'auto' = one per core when there are at least two trials per core.")
-@click.option("--scheduler", default=None, metavar="tcp://HOST:PORT",
-              help="Run the trials on an existing Dask cluster (`dask scheduler` and `dask worker`).")
+@_executor_options("trials", "two trials")
 @click.option("--seed", default=0, show_default=True, type=SEED)
 @click.option("--hessian/--no-hessian", default=False, show_default=True,
               help="Also probe the Hessian after the first phase at each (d, delta) (needs sigma'').")
@@ -890,15 +933,7 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
             numba.set_num_threads(max(1, min(int(jobs), numba.config.NUMBA_NUM_THREADS)))
         except ValueError:
             abort(f"--jobs {jobs!r}: give 'auto' or an integer", 2)
-    if workers != "auto":
-        try:
-            workers = int(workers)
-            if not 0 <= workers <= 1024:
-                raise ValueError
-        except ValueError:
-            abort(f"--workers {workers!r}: give 'auto' or an integer from 0 to 1024", 2)
-    if scheduler is not None and not scheduler.startswith(("tcp://", "tls://", "inproc://")):
-        abort(f"--scheduler {scheduler!r}: give the scheduler's address, e.g. tcp://127.0.0.1:8786", 2)
+    workers = _executor(workers, scheduler)
     stop_requested = _terminate_as_interrupt()
     err_console.print(f"GD runs: {len(dim_list)} dimension(s) x {len(delta_list)} delta(s) x {trials} trials "
                       "(Ctrl-C or SIGTERM: stop after the current trial and write the partial report)")

@@ -50,7 +50,7 @@ from .errors import DivergenceError
 from .evaluation import evaluate
 from .hessian import CLIP_QUANTILE, hard_dimension
 from .nn import NNResult, NNSetup
-from .store import result_key
+from .store import result_key, store_delta_nn
 
 
 class _Indicators:
@@ -109,7 +109,7 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
     result = _result(f, setup, alg, lo, b, below, diverged, step)
     result.seconds = time.time() - start
     if cache:
-        _disk.store("nn", result_key(setup), result)
+        store_delta_nn(setup, result)
     return result
 
 

@@ -63,6 +63,11 @@ def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
     return None
 
 
+def store_delta_nn(setup: NNSetup, result: NNResult) -> None:
+    """Record a finished search under the key of its setup."""
+    cache.store("nn", result_key(setup), result)
+
+
 def validation_key(setup: NNSetup) -> dict:
     """What a finite-d validation shares with a delta_NN setup (its horizon grows with d)."""
     return setup.problem.simulation_key()

@@ -42,11 +42,13 @@ def run_trial(activation, link, eta, setup: dict, spec: TrialSpec) -> dict:
     return rec
 
 
-def default_workers(pending: int) -> int:
-    """Worker processes for ``workers = "auto"``: one per core on a multi-core machine when there are at
-    least two trials per core to run (a LocalCluster takes a few seconds to start), else in-process (0)."""
+def default_workers(pending: int, per_core: int = 2) -> int:
+    """Worker processes for ``workers = "auto"``: one per core, but at most one per ``per_core`` tasks to
+    run, and none (in-process) when that leaves fewer than two.  A LocalCluster takes a few seconds to
+    start: worth it for two GD trials per worker, or for one delta_NN search per worker."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return cores if cores > 1 and pending >= 2 * cores else 0
+    n = min(cores, pending // per_core)
+    return n if n >= 2 else 0
 
 
 def execute(task, specs, *, workers: int = 0, scheduler: str | None = None, on_result=None, should_stop=None):
