@@ -114,3 +114,11 @@ def test_legacy_pickles_with_arrays_and_numpy_scalars_are_read(cache_dir):
     key = cache.key_for("validation", {"w": 2})
     (cache_dir / f"validation-{key}.pkl").write_bytes(pickle.dumps({"value": np.float64(5.5), "error": 0.2}))
     assert cache.load("validation", {"w": 2}, expect=dict) == {"value": 5.5, "error": 0.2}
+
+
+def test_the_suite_never_uses_the_users_cache(_private_home):
+    # tests/conftest.py points $HOME and the cache into the session's temporary directory
+    import os
+    from pathlib import Path
+    assert Path(os.environ["HOME"]) == _private_home == Path.home()
+    assert cache.cache_dir().is_relative_to(_private_home)

@@ -32,11 +32,15 @@ EPS = sp.Symbol("eps", real=True)
 
 
 def catalog_dir() -> Path:
-    """Directory of the catalogue files (``$THRESHOLDS_CATALOG`` overrides)."""
+    """Directory of the catalogue files: ``$THRESHOLDS_CATALOG`` when set; else the copy an installed
+    wheel carries as package data (``thresholds/catalog_data``, pyproject.toml); else the repository's
+    ``catalog/`` (a source checkout or an editable install)."""
     env = os.environ.get("THRESHOLDS_CATALOG")
     if env:
         return Path(env)
-    return Path(__file__).resolve().parent.parent / "catalog"
+    here = Path(__file__).resolve().parent
+    shipped = here / "catalog_data"
+    return shipped if (shipped / "activations.toml").is_file() else here.parent / "catalog"
 
 
 @functools.lru_cache(maxsize=None)
