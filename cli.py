@@ -21,6 +21,31 @@ console = Console(emoji=False)  # user text (names, expressions) is printed as i
 err_console = Console(stderr=True, emoji=False)
 
 
+def _problem_default(name):
+    from thresholds.problem import Problem
+    return Problem.__dataclass_fields__[name].default
+
+
+def _training_options(func):
+    """--eta, --rho0, --a, --b, --weight-decay: one spelling, help and default (thresholds.problem.Problem)
+    for every command that trains the network (dmft, hessian, nn, table, grok, validate)."""
+    opts = [
+        click.option("--eta", default=_problem_default("eta"), show_default=True, type=float,
+                     help="Step size (mean-field scaling: theta_j += eta m grad_j(-R))."),
+        click.option("--rho0", default=_problem_default("rho0"), show_default=True, type=float,
+                     help="Initialization scale ||theta_j^0||."),
+        click.option("--a", "a_", default=_problem_default("a"), show_default=True, type=float,
+                     help="Second-layer weight a (the same for every neuron)."),
+        click.option("--b", "b_", default=_problem_default("b"), show_default=True, type=float,
+                     help="Bias b (the same for every neuron)."),
+        click.option("--weight-decay", default=_problem_default("weight_decay"), show_default=True, type=float,
+                     help="Weight decay lambda_wd."),
+    ]
+    for opt in reversed(opts):
+        func = opt(func)
+    return func
+
+
 LINK_HELP = ("Link: name or expression (easy directions are learned in the first phase; "
              "delta_NN is that of the hard subspace: one direction, or several with m = 1).")
 
@@ -37,6 +62,45 @@ def abort(message: str, code: int = 2):
         text = text[: MAX_MESSAGE - 5] + " ..."
     err_console.print(f"[bold red]error:[/] {escape(text)}", highlight=False, soft_wrap=True)
     sys.exit(code)
+
+
+def print_table(table: Table, key_columns: int = 1):
+    """Print ``table`` on the console without cutting or wrapping a value: as it is when it fits the width;
+    else split into several tables, each repeating the first ``key_columns`` columns and taking as many of
+    the others as fit (headers may wrap, values never do)."""
+    for col in table.columns:
+        col.no_wrap, col.overflow = True, "fold"
+
+    def part(indices, first):
+        out = Table(title=table.title if first else None, caption=table.caption if not first else None)
+        columns = [table.columns[i] for i in indices]
+        for col in columns:
+            out.add_column(col.header, no_wrap=True, overflow="fold")
+        for row in zip(*(list(col.cells) for col in columns)):
+            out.add_row(*row)
+        return out
+
+    def natural(t):  # width the table takes when nothing limits it
+        from rich.measure import Measurement
+        return Measurement.get(console, console.options.update(max_width=100_000), t).maximum
+
+    width = console.width
+    if natural(table) <= width or len(table.columns) <= key_columns + 1:
+        console.print(table)
+        return
+    keys = list(range(key_columns))
+    parts, current = [], []
+    for i in range(key_columns, len(table.columns)):
+        if current and natural(part(keys + current + [i], not parts)) > width:
+            parts.append(current)
+            current = []
+        current.append(i)
+    parts.append(current)
+    for n, cols in enumerate(parts):
+        sub = part(keys + cols, n == 0)
+        if n == len(parts) - 1:
+            sub.caption = table.caption
+        console.print(sub)
 
 
 def check_writable(path, *, directory: bool = False):
@@ -95,8 +159,34 @@ def emit_json(payload: dict):
     click.echo(json.dumps(_finite_json(payload), indent=2, default=_json_default, allow_nan=False))
 
 
+# old option spellings, accepted for one release with a note on stderr: one name per quantity across the
+# commands, --delta (-d) for the sample ratio n/d (one value or a list) and --dims for dimensions
+DEPRECATED = {"--d": "--dims", "--deltas": "--delta"}
+
+
+def modernize(args):
+    """``args`` with the DEPRECATED spellings replaced, and the notes to print about them."""
+    out, notes = [], []
+    for i, token in enumerate(args):
+        if token == "--":
+            out.extend(args[i:])
+            break
+        name, eq, value = token.partition("=")
+        if name in DEPRECATED:
+            notes.append(f"note: {name} is deprecated and will be removed in the next release; use {DEPRECATED[name]}")
+            token = DEPRECATED[name] + eq + value
+        out.append(token)
+    return out, list(dict.fromkeys(notes))
+
+
 class _Group(click.Group):
-    """Turns the project's errors (and any unexpected one) into abort()."""
+    """Turns the project's errors (and any unexpected one) into abort(); accepts the DEPRECATED spellings."""
+
+    def main(self, args=None, *rest, **kw):
+        args, notes = modernize(sys.argv[1:] if args is None else list(args))
+        for note in notes:
+            err_console.print(note, style="yellow", highlight=False)
+        return super().main(args, *rest, **kw)
 
     def invoke(self, ctx):
         from thresholds.errors import ThresholdsError
@@ -145,13 +235,13 @@ def catalog_cmd(as_json):
         table.add_column(col)
     for n, a in acts.items():
         table.add_row(n, str(a.expr), "yes" if a.smooth else "no", a.description)
-    console.print(table)
+    print_table(table)
     table = Table(title="Links y = h(z, eps)")
     for col in ("name", "expression", "k", "noise", "description"):
         table.add_column(col)
     for n, l in links.items():
         table.add_row(n, str(l.expr), str(l.k), "yes" if l.noise is not None else "no", l.description)
-    console.print(table)
+    print_table(table)
 
 
 @main.command("hermite")
@@ -189,7 +279,7 @@ def hermite_cmd(activation, link, order, dps, as_json):
         for c in coeffs:
             shown = f"{c.value:.16g}" if c.exact is not None else format_with_error(c.value, c.error)
             table.add_row(str(c.k), shown, c.exact or "", c.method)
-        console.print(table)
+        print_table(table)
     if info:
         ie = info["information_exponent"]
         console.print(f"information exponent: {ie if ie is not None else f'> {max(order, 1)}'}")
@@ -234,7 +324,7 @@ def alg_cmd(link, dps, max_order, as_json):
         shown = format_with_error(res.delta_alg, res.error)
     table.add_row("delta_alg = n/d", shown)
     table.add_row("method", res.method)
-    console.print(table)
+    print_table(table)
 
 
 def _within(lo: float, hi: float):
@@ -311,7 +401,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
             a, b = t.law_undefined_between
             table.add_row("note", f"T has a pole inside the support of y for delta in [{a:.4g}, {b:.4g}]")
     table.add_row("quadrature", res.setup["nodes"])
-    console.print(table)
+    print_table(table)
 
 
 @main.command("dmft")
@@ -319,15 +409,11 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--link", "-l", required=True,
               help="Link: name or expression (easy directions: their overlaps are printed per step).")
 @click.option("--delta", "-d", required=True, type=float, callback=RATIO, help="n/d.")
-@click.option("--eta", required=True, type=float, help="Step size (mean-field scaling: eta m grad_theta_j R).")
+@_training_options
 @click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Number of GD steps.")
 @click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Width: number of neurons (m > 1 with the sources back-end).")
 @click.option("--sphere", is_flag=True, help="Spherical GD: every theta_j rescaled to norm rho0 after each step.")
-@click.option("--rho0", default=1.0, show_default=True, type=float, help="Initialization scale ||theta^0||.")
-@click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a.")
-@click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b.")
-@click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd.")
 @click.option("--paths", default=100_000, show_default=True, type=click.IntRange(2, 10**8),
               help="Monte Carlo paths (split over replicas).")
 @click.option("--replicas", default=4, show_default=True, type=click.IntRange(1, 1000),
@@ -355,13 +441,9 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
                       weight_decay=weight_decay, sphere=sphere)
     setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
                                    g_nodes=g_nodes)
-    with Progress(console=err_console, transient=True, disable=as_json) as bar:
-        task = bar.add_task("DMFT", total=1)
-
-        def progress(done, total):
-            bar.update(task, completed=done, total=total)
-
-        res = solve_dmft(setup, progress=progress, cache=not no_cache)
+    with Activity("DMFT", disable=as_json) as act:
+        act.begin(f"{steps} steps, {paths} paths")
+        res = solve_dmft(setup, progress=act.update, cache=not no_cache)
     step = every if every > 0 else max(1, steps // 20)
     if plot_path:
         from thresholds.plots import dmft_figure
@@ -391,7 +473,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
                       format_with_error(res.test_loss[i], res.test_loss_err[i], max_digits=6),
                       *([format_with_error(res.easy_overlap[i], res.easy_overlap_err[i], max_digits=6)]
                         if easy else []))
-    console.print(table)
+    print_table(table)
     for note in res.notes:
         console.print(f"[dim]{escape(note)}[/]")
     console.print(f"[dim]{res.seconds:.1f} s[/]")
@@ -402,12 +484,8 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
 @click.option("--link", "-l", required=True, help=LINK_HELP)
 @click.option("--delta", "-d", "delta_text", required=True,
               help="n/d: one value, a list '4,6,8' or a range 'start:stop:step' (one row per delta).")
-@click.option("--eta", required=True, type=float, help="Step size.")
+@_training_options
 @click.option("--steps", "-T", required=True, type=click.IntRange(1, 100_000), help="Length of the first phase.")
-@click.option("--rho0", default=1.0, show_default=True, type=float)
-@click.option("--a", "a_", default=1.0, show_default=True, type=float)
-@click.option("--b", "b_", default=0.0, show_default=True, type=float)
-@click.option("--weight-decay", default=0.0, show_default=True, type=float)
 @click.option("--paths", default=40_000, show_default=True, type=click.IntRange(2, 10**8))
 @click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 1000))
 @click.option("--seed", default=0, show_default=True, type=SEED)
@@ -430,8 +508,12 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
     if not deltas or min(deltas) <= 0:
         abort("--delta must be > 0", 2)
     problem = Problem(activation, link, a=a_, b=b_, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay)
-    results = [hessian_spectrum(DMFTSetup.from_problem(problem, d, paths=paths, replicas=replicas, seed=seed))
-               for d in deltas]
+    results = []
+    with Activity("Hessian after the first phase (DMFT, then the spectral equations)", disable=as_json) as act:
+        for d in deltas:
+            act.begin(f"delta = {d:g} ({len(results) + 1} of {len(deltas)}): DMFT steps")
+            results.append(hessian_spectrum(DMFTSetup.from_problem(problem, d, paths=paths, replicas=replicas,
+                                                                   seed=seed), progress=act.update))
     if as_json:
         emit_json(results[0].to_json() if len(results) == 1 else {"scan": [r.to_json() for r in results]})
         return
@@ -449,7 +531,7 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
                       format_with_error(res.right_edge, res.right_edge_err, max_digits=5),
                       "yes" if res.settled else "no",
                       "undecided" if neg is None else ("yes" if neg else "no"), outs)
-    console.print(table)
+    print_table(table)
     for note in dict.fromkeys(n for r in results for n in r.notes):
         console.print(f"[dim]{escape(note)}[/]")
 
@@ -543,13 +625,8 @@ class WidthType(click.ParamType):
 def _nn_setup_options(func):
     """Setup options shared by nn, table and grok (defaults of thresholds.nn.NNSetup)."""
     opts = [
-        click.option("--eta", default=0.1, show_default=True, type=float, help="Step size (mean-field scaling)."),
-        click.option("--steps", "-T", default=400, show_default=True, type=click.IntRange(8, 100_000),
+        click.option("--steps", "-T", default=_problem_default("steps"), show_default=True, type=click.IntRange(8, 100_000),
                      help="Horizon of the first phase in GD steps (16 checkpoints T/16 ... T)."),
-        click.option("--rho0", default=1.0, show_default=True, type=float, help="Initialization scale ||theta^0||."),
-        click.option("--a", "a_", default=1.0, show_default=True, type=float, help="Second-layer weight a."),
-        click.option("--b", "b_", default=0.0, show_default=True, type=float, help="Bias b."),
-        click.option("--weight-decay", default=0.0, show_default=True, type=float, help="lambda_wd."),
         click.option("--m", "width", default="1", show_default=True, type=WidthType(),
                      help="Width: number of neurons (m > 1: m x m Stieltjes transform; not with --sphere), or "
                      "'inf': the m -> inf limit of the Hessian on the first-phase law of width --population."),
@@ -579,7 +656,7 @@ def _nn_setup_options(func):
     ]
     for opt in reversed(opts):
         func = opt(func)
-    return func
+    return _training_options(func)
 
 
 def _nn_setup(activation, link, kw):
@@ -605,29 +682,105 @@ def _setup_line(setup) -> str:
             + f", seed {setup.seed}")
 
 
+def _pm(value, err, fmt: str, err_fmt: str) -> str:
+    """``value +- err``; without the error when it is not a finite number (never "+- nan")."""
+    if err is None or not math.isfinite(err):
+        return f"{value:{fmt}} (no error estimate: fewer than two replicas give one)"
+    return f"{value:{fmt}} +- {err:{err_fmt}}"
+
+
 def _interval(value, low, high, found, search_max=None) -> str:
     if not found:
         return f"> {search_max:g}" if search_max is not None else "inf"
     return f"{value:.4g}  [{low:.4g}, {high:.4g}]"
 
 
-def _run_nn(setup, no_cache, quiet=False):
-    """delta_NN with a progress bar and one log line per evaluated delta."""
-    from rich.markup import escape
-    from rich.progress import Progress
+class Activity:
+    """What a long computation shows on stderr.  On a terminal: a rich bar with the stage, the steps done
+    and the elapsed and remaining time of the current stage, plus the total elapsed time.  Redirected: a
+    plain line when a stage starts and at every quarter of it, so a log file shows that work goes on."""
 
+    def __init__(self, label: str, *, disable: bool = False):
+        self.label, self.disable, self.stage, self._quarter = label, disable, "", -1
+        self._bar = self._task = None
+
+    def __enter__(self):
+        import time
+        self._start = time.time()
+        if self.disable:
+            return self
+        if err_console.is_terminal:
+            from rich.progress import (BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TextColumn,
+                                       TimeElapsedColumn, TimeRemainingColumn)
+            self._bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("stage left"), TimeRemainingColumn(), TextColumn("total"),
+                                 TimeElapsedColumn(), console=err_console, transient=True)
+            self._bar.__enter__()
+            self._task = self._bar.add_task(self.label, total=None)
+        else:
+            self.line(f"{self.label} ...")
+        return self
+
+    def __exit__(self, *exc):
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+        return False
+
+    def begin(self, stage: str):
+        """A new stage (its steps count from 0 again)."""
+        self.stage, self._quarter = stage, -1
+        if self._bar is not None:
+            self._bar.reset(self._task, total=None, description=f"{self.label}: {stage}")
+        elif not self.disable:
+            self.line(f"{self.label}: {stage}")
+
+    def update(self, done: int, total: int):
+        if self._bar is not None:
+            self._bar.update(self._task, completed=done, total=total)
+        elif not self.disable and total:
+            quarter = int(4 * done / total)
+            if quarter > self._quarter:
+                self._quarter = quarter
+                if 0 < quarter < 4:
+                    self.line(f"{self.label}: {self.stage + ', ' if self.stage else ''}{25 * quarter}%")
+
+    def line(self, text: str):
+        import time
+        if self.disable:
+            return
+        from rich.markup import escape
+        stamp = f"[{time.time() - self._start:6.0f} s] " if self._bar is None else ""
+        (self._bar.console if self._bar is not None else err_console).print(f"[dim]{stamp}{escape(text)}[/]",
+                                                                            highlight=False)
+
+
+def _run_nn(setup, no_cache, quiet=False, activity=None, name=""):
+    """delta_NN with a progress display (the first phase of each evaluated delta, numbered; on
+    ``activity`` when given, its stages prefixed by ``name``) and one log line per evaluated delta.  A
+    cached result is returned at once and says so (``from_cache``)."""
+    from thresholds.store import cached_delta_nn
     from validation.gd_law import delta_nn
 
-    with Progress(console=err_console, transient=True) as bar:
-        task = bar.add_task("DMFT", total=1)
-
+    hit = None if no_cache else cached_delta_nn(setup)
+    if hit is not None:
+        hit.from_cache = True
+        return hit
+    law = (f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths} paths")
+    count = {"evaluations": 0, "last": None}
+    import contextlib
+    with (contextlib.nullcontext(activity) if activity is not None
+          else Activity(f"delta_NN search ({law})", disable=quiet)) as act:
         def progress(done, total):
-            bar.update(task, completed=done, total=total)
+            if count["last"] is None or done < count["last"]:
+                count["evaluations"] += 1
+                act.begin(f"{name}first phase of evaluation {count['evaluations']}")
+            count["last"] = done
+            act.update(done, total)
 
-        def log(line):
-            if not quiet:
-                bar.console.print(f"[dim]{escape(line)}[/]")
-        return delta_nn(setup, cache=not no_cache, progress=progress, log=log)
+        res = delta_nn(setup, cache=not no_cache, progress=progress,
+                       log=(lambda text: act.line(name + text)) if activity is None or name else act.line)
+    res.from_cache = False
+    return res
 
 
 def _executor_options(what: str, per_worker: str):
@@ -659,17 +812,24 @@ def _executor(workers, scheduler):
 
 def _run_nn_many(setups, no_cache, workers, scheduler):
     """delta_NN of each setup (validation.searches): cached ones at once, the others in this process
-    with a bar per search, or as Dask tasks with one bar over all of them."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
+    (the display follows each search) or as Dask tasks; a line as each one ends."""
     from validation.searches import delta_nn_many
 
-    here = lambda setup: _run_nn(setup, no_cache, quiet=True)  # noqa: E731
-    columns = (TextColumn("delta_NN searches"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-    with Progress(*columns, console=err_console, transient=True) as bar:
-        task = bar.add_task("", total=len(setups))
+    done = []
+    with Activity(f"{len(setups)} delta_NN searches") as act:
+        def here(setup):
+            return _run_nn(setup, no_cache, activity=act, name=f"search {len(done) + 1}/{len(setups)}, ")
+
+        def finished(i, entry, cached):
+            done.append(i)
+            st = setups[i]
+            act.line(f"search {len(done)}/{len(setups)} done: {st.activation}, {st.link}, m = {st.width}"
+                     + (" (from cache)" if cached else ""))
+
+        if workers != 0 or scheduler is not None:
+            act.begin("running on Dask workers")
         return delta_nn_many(setups, cache=not no_cache, workers=workers, scheduler=scheduler, run_here=here,
-                             on_result=lambda i, entry, cached: bar.advance(task))
+                             on_result=finished)
 
 
 @main.command("nn")
@@ -719,7 +879,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
                           _interval(r.transient.value, r.transient.low, r.transient.high, r.transient.found,
                                     setup.search_max) + (f" (step {r.transient_step})" if r.transient.found else ""),
                           "yes" if r.converged else "no", "yes" if r.settled else "no")
-        console.print(table)
+        print_table(table)
         return
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
     if plot_path:
@@ -738,23 +898,25 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     table = Table(title="t-curve: delta_NN(t) at the checkpoints")
     for col in ("step", "t = eta step", "delta_NN(t) [interval]"):
         table.add_column(col)
+    # a checkpoint without a crossing is only known to have none up to the largest delta evaluated there
+    evaluated = max((e.delta for e in res.evaluations), default=setup.search_max)
     for step, cr in res.t_curve:
-        table.add_row(str(step), f"{step * setup.eta:g}", _interval(cr.value, cr.low, cr.high, cr.found,
-                                                                      setup.search_max))
-    console.print(table)
+        table.add_row(str(step), f"{step * setup.eta:g}", _interval(cr.value, cr.low, cr.high, cr.found, evaluated))
+    print_table(table)
     fd = Table(title="finite d: smallest delta whose hard component grows by sqrt(d) during the first phase")
     fd.add_column("d")
     fd.add_column("predicted threshold [interval]")
     for row in res.finite_d((200, 400, 1000, 2000, 4000, 10_000, 100_000)):
         fd.add_row(str(row["d"]), "> search range" if not row["found"]
                    else f"{row['value']:.4g}  [{row['low']:.4g}, {row['high']:.4g}]")
-    console.print(fd)
+    print_table(fd)
     console.print("converged (|delta_NN(T) - delta_NN(T/2)| <= half-interval + rtol delta_NN): "
                   + ("yes" if res.converged else "no") + f"; first phase settled: {'yes' if res.settled else 'no'} "
                   f"(left bulk edge {res.left_edge:+.4f} +- {res.left_edge_err:.1g})")
     for note in res.notes:
         console.print(f"[dim]{escape(note)}[/]")
-    console.print(f"[dim]{res.seconds:.1f} s ({len(res.evaluations)} deltas evaluated)[/]")
+    console.print(f"[dim]{res.seconds:.1f} s ({len(res.evaluations)} deltas evaluated)"
+                  + (", from cache" if getattr(res, "from_cache", False) else "") + "[/]")
 
 
 @main.command("table")
@@ -819,7 +981,7 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
                       _interval(tr.value, tr.low, tr.high, tr.found, setup.search_max),
                       "yes" if r.converged else "no",
                       "-" if v is None else (f"{v['value']:.3g} +- {v['error']:.2g} (d -> inf)"))
-    console.print(table)
+    print_table(table, key_columns=3)
     console.print("[dim]simulated: extrapolated GD crossing from a cached `thresholds validate` run of the same "
                   "setup ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):
@@ -831,7 +993,7 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
 @click.option("--link", "-l", default="phase_retrieval", show_default=True, help="Link: name or expression.")
 @click.option("--delta", "-d", required=True, type=float, callback=RATIO,
               help="n/d (above delta_NN for an escape).")
-@click.option("--d", "dims", default="1000,2000,4000,8000", show_default=True, help="Dimensions, comma-separated.")
+@click.option("--dims", "dims", default="1000,2000,4000,8000", show_default=True, help="Dimensions, comma-separated.")
 @_nn_setup_options
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="Save the predicted train/test loss curves with the escape times as a PNG.")
@@ -845,12 +1007,15 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
     try:
         dim_list = [int(v) for v in dims.split(",") if v.strip()]
     except ValueError:
-        abort(f"--d {dims!r}: give comma-separated integers", 2)
+        abort(f"--dims {dims!r}: give comma-separated integers", 2)
     if not dim_list or min(dim_list) < 2 or delta <= 0:
-        abort("--d needs dimensions >= 2 and --delta must be > 0", 2)
+        abort("--dims needs dimensions >= 2 and --delta must be > 0", 2)
     setup = _nn_setup(activation, link, kw)
     setup.validate()
-    out = escape_times(setup, delta, dim_list, cache=not kw["no_cache"])
+    law = f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths} paths"
+    with Activity(f"escape times at delta = {delta:g}", disable=as_json) as act:
+        act.begin(f"first phase ({law}), then the Hessian and the DMFT loss curves")
+        out = escape_times(setup, delta, dim_list, cache=not kw["no_cache"], progress=act.update)
     if plot_path:
         from thresholds.plots import grok_figure
         grok_figure(out, plot_path)
@@ -867,30 +1032,27 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
         console.print(out["note"])
         return
     g = out["growth"]
-    console.print(f"log-growth of the hard component over the first phase L(T) = {g['log_growth'][-1]:.3g} "
-                  f"+- {g['log_growth_err'][-1]:.2g}; hard outlier at the horizon: "
-                  + ("none" if not out["outlier_z"] < 0 else f"{out['outlier_z']:.4g} +- {out['outlier_z_err']:.1g}"))
+    console.print(f"log-growth of the hard component over the first phase L(T) = "
+                  f"{_pm(g['log_growth'][-1], g['log_growth_err'][-1], '.3g', '.2g')}; hard outlier at the horizon: "
+                  + ("none" if not out["outlier_z"] < 0 else _pm(out['outlier_z'], out['outlier_z_err'], '.4g', '.1g')))
     table = Table(title=escape("predicted escape step: first t with L(t) = log sqrt(d)"))
     table.add_column("d")
     table.add_column("escape step")
     for row in out["escape"]["rows"]:
         table.add_row(str(row["d"]), "never" if row["steps"] is None
-                      else f"{row['steps']:.0f} +- {row['steps_err']:.0f}" + (" (extrapolated)" if row.get("note")
+                      else _pm(row['steps'], row['steps_err'], '.0f', '.0f') + (" (extrapolated)" if row.get("note")
                                                                              else ""))
-    console.print(table)
+    print_table(table)
 
 
 @main.command("validate")
 @click.option("--activation", "-a", "activation", required=True, help="Activation: name or expression in x.")
 @click.option("--link", "-l", required=True, help="Link: name or expression.")
-@click.option("--d", "dims", default="200,400", show_default=True, help="Dimensions, comma-separated.")
-@click.option("--deltas", default="2:8:1", show_default=True, help="start:stop:step or a list.")
+@click.option("--dims", "dims", default="200,400", show_default=True, help="Dimensions, comma-separated.")
+@click.option("--delta", "-d", "deltas", default="2:8:1", show_default=True,
+              help="Sample ratios n/d: start:stop:step or a comma-separated list.")
 @click.option("--trials", default=10, show_default=True, type=click.IntRange(1, 100_000))
-@click.option("--eta", default=0.2, show_default=True, type=float)
-@click.option("--rho0", default=1.0, show_default=True, type=float)
-@click.option("--a", "a_", default=1.0, show_default=True, type=float)
-@click.option("--b", "b_", default=0.0, show_default=True, type=float)
-@click.option("--weight-decay", default=0.0, show_default=True, type=float)
+@_training_options
 @click.option("--m", "width", default=1, show_default=True, type=click.IntRange(1, 64),
               help="Width (success: the squared norm of Theta in the hard subspace exceeds half of ||Theta||^2).")
 @click.option("--t0", default=50.0, show_default=True, type=float, help="Horizon: (t0 + c log d)/eta steps.")
@@ -921,12 +1083,12 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
     try:
         dim_list = [int(v) for v in dims.split(",") if v.strip()]
     except ValueError:
-        abort(f"--d {dims!r}: give comma-separated integers", 2)
+        abort(f"--dims {dims!r}: give comma-separated integers", 2)
     if not dim_list or min(dim_list) < 2:
-        abort("--d needs dimensions >= 2", 2)
+        abort("--dims needs dimensions >= 2", 2)
     delta_list = _parse_range(deltas)
     if not delta_list or min(delta_list) <= 0:
-        abort("--deltas must be > 0", 2)
+        abort("--delta must be > 0", 2)
     if jobs != "auto":
         try:
             import numba

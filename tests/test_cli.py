@@ -15,7 +15,7 @@ def run(*args):
 def test_alg_json_keys():
     res = run("alg", "--link", "phase_retrieval", "--json")
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert abs(data["delta_alg"] - 0.5) < 1e-12
     assert data["easy_dim"] == 0 and data["hard_dim"] == 1 and data["generative_exponent"] == 2
 
@@ -72,7 +72,7 @@ def test_spectral_delta_json_and_plot(tmp_path):
     png = tmp_path / "s.png"
     res = run("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", str(png), "--json")
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert len(data["bulk_edges"]) == 2
     assert data["outliers"][0]["z"] == pytest.approx(0.5, abs=1e-8)
     assert 0 < data["outliers"][0]["overlap2"] < 1
@@ -97,7 +97,7 @@ def test_spectral_errors(args, fragment):
 
 def test_validate_writes_report(tmp_path):
     out = tmp_path / "rep"
-    res = run("validate", "-a", "tanh", "-l", "abs", "--d", "40,60", "--deltas", "2,10", "--trials", "2",
+    res = run("validate", "-a", "tanh", "-l", "abs", "--dims", "40,60", "--delta", "2,10", "--trials", "2",
               "--t0", "5", "--c", "1", "--hessian", "--report", str(out))
     assert res.exit_code == 0, res.output
     text = (out / "report.md").read_text()
@@ -109,7 +109,7 @@ def test_validate_width_two(tmp_path):
     # m = 2 neurons: same scan, the width printed in the report's setup line, Hessian probe of the
     # 2d x 2d Hessian
     out = tmp_path / "rep"
-    res = run("validate", "-a", "tanh", "-l", "abs", "--d", "40", "--deltas", "2,10", "--trials", "2", "--m", "2",
+    res = run("validate", "-a", "tanh", "-l", "abs", "--dims", "40", "--delta", "2,10", "--trials", "2", "--m", "2",
               "--t0", "5", "--c", "1", "--hessian", "--report", str(out))
     assert res.exit_code == 0, res.output
     text = (out / "report.md").read_text()
@@ -117,9 +117,9 @@ def test_validate_width_two(tmp_path):
 
 
 @pytest.mark.parametrize("args, fragment", [
-    (("validate", "-a", "tanh", "-l", "abs", "--deltas", "a:b"), "start:stop:step"),
+    (("validate", "-a", "tanh", "-l", "abs", "--delta", "a:b"), "start:stop:step"),
     (("validate", "-a", "relu", "-l", "abs", "--hessian"), "no classical second derivative"),
-    (("validate", "-a", "tanh", "-l", "abs", "--d", "x"), "comma-separated integers"),
+    (("validate", "-a", "tanh", "-l", "abs", "--dims", "x"), "comma-separated integers"),
 ])
 def test_validate_errors(args, fragment):
     res = run(*args)
@@ -130,7 +130,7 @@ def test_dmft_json_steps(tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     res = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "4", "--paths", "2000", "--json")
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert [s["t"] for s in data["steps"]] == [0, 1, 2, 3, 4]
     assert {"norm2", "overlap_init", "train_loss", "test_loss", "norm2_err"} <= set(data["steps"][0])
     again = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "4", "--paths", "2000", "--json")
@@ -149,7 +149,7 @@ def test_hessian_scan_json(tmp_path, monkeypatch):
     res = run("hessian", "-a", "linear", "-l", "abs", "-d", "2,4", "--eta", "0.2", "-T", "3", "--paths", "2000",
               "--replicas", "2", "--json")
     assert res.exit_code == 0, res.output
-    scan = json.loads(res.output)["scan"]
+    scan = json.loads(res.stdout)["scan"]
     assert [s["setup"]["delta"] for s in scan] == [2.0, 4.0]
     assert scan[1]["bulk_edges"][0] == pytest.approx(0.25, abs=1e-9)  # Marchenko-Pastur for linear sigma
     bad = run("hessian", "-a", "relu", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "3")
@@ -164,8 +164,8 @@ def test_validate_sigterm_writes_partial_report(tmp_path):
     import sys
     import time
     report = tmp_path / "rep"
-    proc = subprocess.Popen([sys.executable, "-m", "cli", "validate", "-a", "tanh", "-l", "abs", "--d", "60",
-                             "--deltas", "1:40:1", "--trials", "50", "--report", str(report)],
+    proc = subprocess.Popen([sys.executable, "-m", "cli", "validate", "-a", "tanh", "-l", "abs", "--dims", "60",
+                             "--delta", "1:40:1", "--trials", "50", "--report", str(report)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=str(Path(__file__).parent.parent))
     try:
         # the first stderr line is printed once the handler is installed, just before the first run
@@ -186,7 +186,7 @@ def test_table_marks_links_without_one_hard_direction(tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     res = run("table", "--links", "staircase", "--activations", "gelu", "--json")
     assert res.exit_code == 0, res.output
-    row = json.loads(res.output)["rows"][0]
+    row = json.loads(res.stdout)["rows"][0]
     assert row["link"] == "staircase" and "no hard direction" in row["unsupported"]
 
 
@@ -196,7 +196,7 @@ def test_nn_with_two_hard_directions_and_two_neurons(tmp_path, monkeypatch):
     res = run("nn", "-a", "gelu", "-l", "product", "--m", "2", "--law-d", "80", "-T", "8", "--eta", "0.05",
               "--replicas", "2", "--search-max", "2", "--json")
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     assert out["setup"]["m"] == 2 and out["setup"]["link"] == "product"
     assert all(math.isfinite(v) for e in out["evaluations"] for v in e["indicator"])
 
@@ -206,7 +206,7 @@ def test_dmft_json_reports_easy_overlaps(tmp_path, monkeypatch):
     res = run("dmft", "-a", "gelu", "-l", "mixed", "-d", "4", "--eta", "0.2", "-T", "5", "--paths", "2000",
               "--replicas", "2", "--json")
     assert res.exit_code == 0, res.output
-    data = json.loads(res.output)
+    data = json.loads(res.stdout)
     assert data["easy_basis"] == [[1.0, 0.0]]
     last = data["steps"][-1]
     assert len(last["signal"]) == 1 and last["signal"][0][0] > 0.1  # M(5) ~ 0.35: the easy direction is learned
@@ -216,7 +216,7 @@ def test_dmft_json_reports_easy_overlaps(tmp_path, monkeypatch):
 
 def test_validate_refuses_a_link_without_hard_direction(tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    res = run("validate", "-a", "gelu", "-l", "staircase", "--d", "50", "--deltas", "2", "--trials", "1",
+    res = run("validate", "-a", "gelu", "-l", "staircase", "--dims", "50", "--delta", "2", "--trials", "1",
               "--report", str(tmp_path / "r"))
     assert res.exit_code == 2 and "no hard direction" in res.output and "Traceback" not in res.output
 
@@ -243,9 +243,9 @@ def test_error_messages_are_plain_short_text():
     (("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "--eta", "0.2", "-T", "3", "--rho0", "nan"), "finite", 2),
     (("hessian", "-a", "tanh", "-l", "abs", "-d", "1:1e9:1", "--eta", "0.2", "-T", "3"), "at most 1000", 2),
     (("nn", "-a", "quad", "--scan", "rho0=1:2:1000000000"), "at most 1000", 2),
-    (("validate", "-a", "gelu", "-l", "phase_retrieval", "--t0", "-1e9", "--d", "20", "--deltas", "2",
+    (("validate", "-a", "gelu", "-l", "phase_retrieval", "--t0", "-1e9", "--dims", "20", "--delta", "2",
       "--trials", "1", "--report", "{tmp}/r"), "at least one step", 2),
-    (("validate", "-a", "gelu", "-l", "phase_retrieval", "--eta", "nan", "--d", "20", "--deltas", "2",
+    (("validate", "-a", "gelu", "-l", "phase_retrieval", "--eta", "nan", "--dims", "20", "--delta", "2",
       "--trials", "1", "--report", "{tmp}/r"), "finite", 2),
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "/dev/full"), "cannot write", 2),
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "{tmp}/no/such/folder.png"), "cannot write", 2),
@@ -259,6 +259,49 @@ def test_bad_option_values_are_one_line_errors(args, fragment, code, tmp_path, m
 
 def test_gd_divergence_in_validate_is_a_one_line_error(tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    res = run("validate", "-a", "gelu", "-l", "phase_retrieval", "--eta", "5", "--d", "20", "--deltas", "2",
+    res = run("validate", "-a", "gelu", "-l", "phase_retrieval", "--eta", "5", "--dims", "20", "--delta", "2",
               "--trials", "1", "--report", str(tmp_path / "r"))
     assert res.exit_code == 3 and "diverged" in res.output and "lower the step size" in res.output
+
+
+def test_one_option_vocabulary_with_the_old_spellings_accepted_for_one_release():
+    from cli import DEPRECATED, modernize
+    args, notes = modernize(["validate", "--d", "40,60", "--deltas=2,10", "--", "--d"])
+    assert args == ["validate", "--dims", "40,60", "--delta=2,10", "--", "--d"]
+    assert len(notes) == 2 and all("deprecated" in n for n in notes)
+    # the new spellings exist on the commands that take dimensions or sample ratios, the old ones do not
+    for command in ("validate", "grok"):
+        text = run(command, "--help").output
+        assert "--dims" in text and "--delta" in text and "--d " not in text and "--deltas" not in text
+    assert set(DEPRECATED.values()) == {"--dims", "--delta"}
+    # an old spelling still runs (the bad value proves the option reached the command), with the note on stderr
+    res = CliRunner().invoke(main, ["validate", "-a", "tanh", "-l", "abs", "--d", "x"])
+    assert res.exit_code == 2 and "--dims 'x'" in res.stderr and "--d is deprecated" in res.stderr, res.stderr
+
+
+def test_commands_share_the_training_defaults():
+    # a default `validate` run lands in the default `table`: the same eta, rho0, a, b, weight decay
+    from thresholds.problem import Problem
+    defaults = Problem("gelu")
+    for command in ("validate", "nn", "table", "grok", "dmft", "hessian"):
+        params = {p.name: p.default for p in main.commands[command].params}
+        assert (params["eta"], params["rho0"], params["a_"], params["b_"], params["weight_decay"]) == \
+            (defaults.eta, defaults.rho0, defaults.a, defaults.b, defaults.weight_decay), command
+
+
+def test_tables_at_80_columns_split_instead_of_cutting_values(monkeypatch):
+    import cli
+    from rich.console import Console
+    from rich.table import Table
+    narrow = Console(width=80, record=True, emoji=False)
+    monkeypatch.setattr(cli, "console", narrow)
+    values = [f"{v:.6g} (+- 1.2e-05)" for v in (0.723451, 1.43052, 0.98765, 1.5, 0.91)]
+    table = Table(title="five value columns")
+    for col in ("t", "||theta||^2", "<theta^t,theta^0>", "train loss", "test loss", "|M|^2 (easy overlap)"):
+        table.add_column(col)
+    table.add_row("400", *values)
+    cli.print_table(table)
+    text = narrow.export_text()
+    assert all(len(line) <= 80 for line in text.splitlines())
+    assert "…" not in text and all(v in text for v in values)  # every value whole, on one line
+    assert text.count("400") >= 2  # the key column is repeated in every part

@@ -101,17 +101,17 @@ def test_table_and_grok_commands(tmp_path):
     common = ["--eta", "0.2", "-T", "8", "--paths", "800", "--replicas", "2", "--search-max", "2"]
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
-    row = json.loads(res.output)["rows"][0]
+    row = json.loads(res.stdout)["rows"][0]
     assert row["delta_nn"] == "inf" and row["delta_alg"] == pytest.approx(0.5, rel=1e-6) and row["simulated"] is None
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "1,2",
                                     "--law-d", "60", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
-    assert [r["setup"]["m"] for r in json.loads(res.output)["rows"]] == [1, 2]
+    assert [r["setup"]["m"] for r in json.loads(res.stdout)["rows"]] == [1, 2]
     # m = inf: the m -> inf Hessian on a law of width --population (linear: sigma'' = 0, H >= 0, no outlier)
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "1,inf",
                                     "--population", "4", "--law-d", "60", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)["rows"]
+    rows = json.loads(res.stdout)["rows"]
     assert rows[0]["setup"]["m"] == 1 and not rows[0]["setup"]["mean_field"]
     assert rows[1]["setup"]["m"] == 4 and rows[1]["setup"]["mean_field"] and rows[1]["delta_nn"] == "inf"
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "inf",
@@ -126,7 +126,7 @@ def test_table_and_grok_commands(tmp_path):
         res.output
     res = CliRunner().invoke(main, ["grok", "-a", "linear", "-l", "abs", "-d", "1.5", *common, "--json"], env=env)
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     assert out["escape"] is None and len(out["curves"]["train_loss"]) == 9
 
 
@@ -155,7 +155,7 @@ def test_nn_scan_cli(tmp_path):
                                     "--scan", "rho0=0.5:1:2", "--plot", str(tmp_path / "scan.png"), "--json"],
                              env={"THRESHOLDS_CACHE": str(tmp_path)})
     assert res.exit_code == 0, res.output
-    out = json.loads(res.output)
+    out = json.loads(res.stdout)
     assert out["parameter"] == "rho0" and [r["value"] for r in out["scan"]] == [0.5, 1.0]
     assert [r["setup"]["rho0"] for r in out["scan"]] == [0.5, 1.0] and (tmp_path / "scan.png").exists()
 

@@ -157,9 +157,12 @@ class LevelSetGram:
                     "supported; use a smooth link, or sign/Heaviside of a smooth function")
             self._setup_continuous(free)
         if len(self.rest) > 2:
-            raise UnsupportedError("at most 2 variables besides the pivot and the given ones are supported")
+            raise UnsupportedError(f"link {h}: too many latent variables for the conditional moments given y (one "
+                                   "is solved for on the level set y = const and at most two others are integrated "
+                                   f"over; this link leaves {len(self.rest)})")
         if len(self.given) > 2:
-            raise UnsupportedError("at most 2 conditioning (easy) variables are supported")
+            raise UnsupportedError(f"link {h}: at most 2 easy directions (variables the moments are conditioned on) "
+                                   "are supported")
 
     # --- continuous -------------------------------------------------------
     def _setup_continuous(self, free):
