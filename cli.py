@@ -68,14 +68,11 @@ def print_table(table: Table, key_columns: int = 1):
     """Print ``table`` on the console without cutting or wrapping a value: as it is when it fits the width;
     else split into several tables, each repeating the first ``key_columns`` columns and taking as many of
     the others as fit (headers may wrap, values never do)."""
-    for col in table.columns:
-        col.no_wrap, col.overflow = True, "fold"
-
-    def part(indices, first):
-        out = Table(title=table.title if first else None, caption=table.caption if not first else None)
+    def part(indices, first, no_wrap=True):
+        out = Table(title=table.title if first else None, show_header=table.show_header)
         columns = [table.columns[i] for i in indices]
         for col in columns:
-            out.add_column(col.header, no_wrap=True, overflow="fold")
+            out.add_column(col.header, no_wrap=no_wrap, overflow="fold")
         for row in zip(*(list(col.cells) for col in columns)):
             out.add_row(*row)
         return out
@@ -98,6 +95,8 @@ def print_table(table: Table, key_columns: int = 1):
     parts.append(current)
     for n, cols in enumerate(parts):
         sub = part(keys + cols, n == 0)
+        if natural(sub) > width:  # one column wider than the console by itself: let its values wrap
+            sub = part(keys + cols, n == 0, no_wrap=False)
         if n == len(parts) - 1:
             sub.caption = table.caption
         console.print(sub)
@@ -303,7 +302,7 @@ def alg_cmd(link, dps, max_order, as_json):
         return
     from rich.markup import escape
     table = Table(title=escape(f"delta_alg for y = {res.expr}"), show_header=False)
-    table.add_column("quantity")
+    table.add_column("quantity", no_wrap=True)
     table.add_column("value")
     table.add_row("latent dimension k", str(res.k) + (" (+ noise eps)" if res.noise else ""))
     table.add_row("easy dimension", str(res.easy_dim))
@@ -373,7 +372,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
         emit_json(res.to_json())
         return
     table = Table(title=escape(f"spectral estimator T(y) = {preprocessing} for {link}"), show_header=False)
-    table.add_column("quantity")
+    table.add_column("quantity", no_wrap=True)
     table.add_column("value")
     if delta is not None:
         table.add_row("delta", f"{delta:g}")
@@ -698,7 +697,8 @@ def _interval(value, low, high, found, search_max=None) -> str:
 class Activity:
     """What a long computation shows on stderr.  On a terminal: a rich bar with the stage, the steps done
     and the elapsed and remaining time of the current stage, plus the total elapsed time.  Redirected: a
-    plain line when a stage starts and at every quarter of it, so a log file shows that work goes on."""
+    plain line when a stage starts, and at a quarter of it when nothing was printed for 30 s, so that a log
+    file shows that work goes on."""
 
     def __init__(self, label: str, *, disable: bool = False):
         self.label, self.disable, self.stage, self._quarter = label, disable, "", -1
@@ -706,7 +706,7 @@ class Activity:
 
     def __enter__(self):
         import time
-        self._start = time.time()
+        self._start = self._last = time.time()
         if self.disable:
             return self
         if err_console.is_terminal:
@@ -738,20 +738,21 @@ class Activity:
         if self._bar is not None:
             self._bar.update(self._task, completed=done, total=total)
         elif not self.disable and total:
+            import time
             quarter = int(4 * done / total)
-            if quarter > self._quarter:
+            if quarter > self._quarter and 0 < quarter < 4 and time.time() - self._last >= 30:
                 self._quarter = quarter
-                if 0 < quarter < 4:
-                    self.line(f"{self.label}: {self.stage + ', ' if self.stage else ''}{25 * quarter}%")
+                self.line(f"{self.label}: {self.stage + ', ' if self.stage else ''}{25 * quarter}%")
 
     def line(self, text: str):
         import time
         if self.disable:
             return
         from rich.markup import escape
-        stamp = f"[{time.time() - self._start:6.0f} s] " if self._bar is None else ""
+        self._last = time.time()
+        stamp = f"[{self._last - self._start:6.0f} s] " if self._bar is None else ""
         (self._bar.console if self._bar is not None else err_console).print(f"[dim]{stamp}{escape(text)}[/]",
-                                                                            highlight=False)
+                                                                            highlight=False, soft_wrap=True)
 
 
 def _run_nn(setup, no_cache, quiet=False, activity=None, name=""):

@@ -103,12 +103,12 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
     hard_dimension(setup.link, setup.m)  # checked before any long computation
     alg = _delta_alg(setup.link, dps=15).delta_alg
     f = _Indicators(setup, cache, progress, log, law_source)
-    start = max(setup.search_min, alg if math.isfinite(alg) and alg > 0 else 0.0, 0.25)
-    if start >= setup.search_max:
+    first = max(setup.search_min, alg if math.isfinite(alg) and alg > 0 else 0.0, 0.25)
+    if first >= setup.search_max:
         raise ThresholdsError(f"search_max = {setup.search_max:g} is not above the start of the search, "
-                              f"{start:g} (delta_alg = {alg:g}: below it no efficient method learns the hard "
+                              f"{first:g} (delta_alg = {alg:g}: below it no efficient method learns the hard "
                               "direction, so delta_NN >= delta_alg); raise search_max")
-    lo, below, diverged = _lower_end(f, start)
+    lo, below, diverged = _lower_end(f, first)
     b = lo if below else _upward(f, lo)
     step = _refine_transient(f, lo)
     result = _result(f, setup, alg, lo, b, below, diverged, step)
