@@ -67,6 +67,45 @@ def trial(activation, link, delta, d, eta, seed, rho0=1.0):
             "predicted": bool(abs(q0) * math.exp(lam[peak]) >= math.sqrt(NT / 2))}
 
 
+def auc(score, success) -> float:
+    """P(score of a random success > score of a random failure) (ties count 1/2; nan without both)."""
+    score, success = np.asarray(score, float), np.asarray(success, bool)
+    a, b = score[success], score[~success]
+    if a.size == 0 or b.size == 0:
+        return math.nan
+    return float(((a[:, None] > b[None, :]).sum() + 0.5 * (a[:, None] == b[None, :]).sum()) / (a.size * b.size))
+
+
+def summarize(rows) -> list[str]:
+    """The report's table: per (d, delta) the success rate, how well the initial overlap |xi| = |q_0| sqrt(d)
+    and the linear growth rank the successes (AUC), the |xi| above which a run succeeds if |xi| alone
+    decided (xi_c = Phi_bar^{-1}(P/2)), the linear growth that xi_c would need to reach sqrt(N_T/2),
+    and the exact linearization's own growth."""
+    from scipy.special import ndtri
+    from validation.threshold import wilson
+    lines = ["| d | delta | successes | Wilson 95% | AUC of abs(xi) | AUC of Lambda(25) | AUC of log abs(xi) + Lambda_max "
+             "| xi_c | growth needed log(sqrt(d N_T/2)/xi_c) | median Lambda(25) | median Lambda_max (step) "
+             "| rule abs(q0) e^Lambda_max >= sqrt(N_T/2) right |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for d, delta in sorted({(r["d"], r["delta"]) for r in rows}):
+        rs = [r for r in rows if r["d"] == d and r["delta"] == delta]
+        ok = np.array([r["success"] for r in rs])
+        xi = np.array([abs(r["q0"]) * math.sqrt(d) for r in rs])
+        l25 = np.array([r["lambda_at"]["25"] for r in rs])
+        lmax = np.array([r["lambda_max"] for r in rs])
+        NT = float(np.mean([r["norm_T"] for r in rs]))
+        P = ok.mean()
+        lo, hi = wilson(int(ok.sum()), ok.size)
+        xc = float(-ndtri(P / 2)) if 0 < P < 1 else math.nan
+        need = math.log(math.sqrt(d * NT / 2) / xc) if xc > 0 else math.nan
+        right = sum(r["success"] == r["predicted"] for r in rs)
+        lines.append(f"| {d} | {delta:g} | {int(ok.sum())} / {ok.size} | [{lo:.2f}, {hi:.2f}] | {auc(xi, ok):.2f} | "
+                     f"{auc(l25, ok):.2f} | {auc(np.log(xi) + lmax, ok):.2f} | {xc:.2f} | {need:.2f} | "
+                     f"{np.median(l25):.2f} | {np.median(lmax):.2f} ({np.median([r['peak_step'] for r in rs]):.0f}) | "
+                     f"{right} / {len(rs)} |")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("-a", "--activation", default="quad")
@@ -75,9 +114,13 @@ def main(argv=None):
     ap.add_argument("--dims", default="200,400")
     ap.add_argument("--delta", default="4,5,6")
     ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--summary", action="store_true", help="Only print the summary table of the stored trials.")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
+    if args.summary:
+        print("\n".join(summarize([json.loads(l) for l in path.read_text().splitlines()])))
+        return
     done = set()
     if path.exists():
         for line in path.read_text().splitlines():

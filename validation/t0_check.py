@@ -51,13 +51,37 @@ def one(activation, delta, d, seed, rho0=1.0):
             "engine_overlap2": left[0].overlap2 if left else math.nan, "G_min": float(G.min())}
 
 
+def summarize(rows) -> list[str]:
+    """Mean +- s.e. over seeds per (activation, d, delta); 'none' where the engine finds no outlier."""
+    def stat(rs, key):
+        v = np.array([r[key] for r in rs], dtype=float)
+        v = v[np.isfinite(v)]
+        if v.size == 0:
+            return "none"
+        return f"{v.mean():.3f} +- {v.std(ddof=1) / math.sqrt(v.size):.3f}" if v.size > 1 else f"{v[0]:.3f} (1 seed)"
+    lines = ["| activation | d | delta | seeds | matrix lowest eigenvalue | engine hard outlier z | engine left edge "
+             "| matrix overlap^2 (lowest eigenvector) | engine overlap^2 | engine finds an outlier |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for act, d, delta in sorted({(r["activation"], r["d"], r["delta"]) for r in rows}):
+        rs = [r for r in rows if (r["activation"], r["d"], r["delta"]) == (act, d, delta)]
+        found = sum(math.isfinite(r["engine_lowest_z"]) for r in rs)
+        lines.append(f"| {act} | {d} | {delta:g} | {len(rs)} | {stat(rs, 'matrix_lowest')} | {stat(rs, 'engine_lowest_z')} "
+                     f"| {stat(rs, 'engine_left_edge')} | {stat(rs, 'matrix_overlap2')} | {stat(rs, 'engine_overlap2')} "
+                     f"| {found} / {len(rs)} |")
+    return lines
+
+
 def main(argv=None):
     p = argparse.ArgumentParser()
     p.add_argument("--dims", default="200,800")
     p.add_argument("--deltas", default="3,4,5,6,8")
     p.add_argument("--seeds", type=int, default=4)
     p.add_argument("--activations", default="quad,gelu")
+    p.add_argument("--summary", action="store_true", help="Only print the table of the stored rows.")
     args = p.parse_args(argv)
+    if args.summary:
+        print("\n".join(summarize(json.loads((OUT / "rows.json").read_text()))))
+        return None
     OUT.mkdir(parents=True, exist_ok=True)
     rows = []
     for act in args.activations.split(","):
