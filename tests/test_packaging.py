@@ -19,7 +19,7 @@ def test_the_wheel_ships_the_catalogue_and_the_commands_find_it(tmp_path):
         names = set(zf.namelist())
         zf.extractall(site)
     assert {"thresholds/catalog_data/activations.toml", "thresholds/catalog_data/links.toml",
-            "thresholds/THEORY.md", "cli.py"} <= names
+            "thresholds/THEORY.md", "thresholds/METHODS.md", "cli.py"} <= names
     # run from the unpacked wheel alone, away from the source tree (PYTHONPATH comes before the editable finder)
     env = {k: v for k, v in os.environ.items() if k != "THRESHOLDS_CATALOG"}
     env["PYTHONPATH"] = str(site)
