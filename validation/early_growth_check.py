@@ -25,21 +25,15 @@ from pathlib import Path
 
 import numpy as np
 
-from thresholds.catalog import get_activation, get_link
-from validation.tangent_check import gradient, tangent
+from validation.finite_d_predict import setup_arguments
+from validation.tangent_check import draw, gradient, tangent
 from validation.threshold import horizon
 
 OUT = Path(__file__).resolve().parent / "reports" / "early_growth"
 
 
 def trial(activation, link, delta, d, eta, seed, rho0=1.0):
-    act = get_activation(activation)
-    fns = tuple(act.numpy(k) for k in range(3))
-    rng = np.random.default_rng(seed)
-    n = int(round(delta * d))
-    X = rng.standard_normal((n, d))
-    y = get_link(link).numpy()(X[:, 0])
-    theta0 = rng.standard_normal((d, 1)) * rho0 / math.sqrt(d)
+    fns, X, y, theta0 = draw(activation, link, delta, d, 1, seed, rho0)
     T = horizon(d, eta)
     Th, Tu = theta0.copy(), theta0.copy()
     Th[0] = 0.0
@@ -107,12 +101,7 @@ def summarize(rows) -> list[str]:
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser()
-    ap.add_argument("-a", "--activation", default="quad")
-    ap.add_argument("-l", "--link", default="phase_retrieval")
-    ap.add_argument("--eta", type=float, default=0.05)
-    ap.add_argument("--dims", default="200,400")
-    ap.add_argument("--delta", default="4,5,6")
+    ap = setup_arguments(argparse.ArgumentParser(), dims="200,400", delta="4,5,6")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--summary", action="store_true", help="Only print the summary table of the stored trials.")
     args = ap.parse_args(argv)

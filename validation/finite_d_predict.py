@@ -103,13 +103,18 @@ def _values(text: str) -> list[float]:
     return [float(v) for v in text.split(",")]
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser()
+def setup_arguments(ap, *, dims: str, delta: str):
+    """The options the m = 1 experiments share: activation, link, step size, dimensions, sample ratios."""
     ap.add_argument("-a", "--activation", default="quad")
     ap.add_argument("-l", "--link", default="phase_retrieval")
     ap.add_argument("--eta", type=float, default=0.05)
-    ap.add_argument("--dims", default="200,400,800")
-    ap.add_argument("--delta", default="4:7:0.5")
+    ap.add_argument("--dims", default=dims)
+    ap.add_argument("--delta", default=delta)
+    return ap
+
+
+def main(argv=None):
+    ap = setup_arguments(argparse.ArgumentParser(), dims="200,400,800", delta="4:7:0.5")
     ap.add_argument("--replicas", type=int, default=8)
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -62,15 +62,19 @@ def tangent(Th, Vs, X, y, fns, a=1.0):
     return (X.T @ inner.reshape(n, m * k)).reshape(d, m, k) / n
 
 
+def draw(activation, link, delta, d, m, seed, rho0=1.0):
+    """(sigma, sigma', sigma'') as NumPy functions, X (n x d, n = delta d), y = h(x_1) and
+    theta_0 ~ N(0, rho0^2 I/d) (d x m), drawn from ``seed`` in that order."""
+    fns = tuple(get_activation(activation).numpy(k) for k in range(3))
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((int(round(delta * d)), d))
+    y = get_link(link).numpy()(X[:, 0])
+    return fns, X, y, rng.standard_normal((d, m)) * rho0 / math.sqrt(d)
+
+
 def run(m: int, delta: float, seed: int, activation="gelu", link="phase_retrieval"):
     """(Lambda(t) per step, the growing neuron mix at the end, unrestricted hard fraction per step)."""
-    act = get_activation(activation)
-    fns = tuple(act.numpy(k) for k in range(3))
-    rng = np.random.default_rng(seed)
-    n = int(round(delta * D))
-    X = rng.standard_normal((n, D))
-    y = get_link(link).numpy()(X[:, 0])
-    theta0 = rng.standard_normal((D, m)) / math.sqrt(D)
+    fns, X, y, theta0 = draw(activation, link, delta, D, m, seed)
     Th = theta0.copy()
     Th[0] = 0.0                                # restricted: no hard component (phase retrieval: k = 1, no easy one)
     Vs = np.zeros((D, m, m))                   # Vs[:, j, k]: neuron j of the tangent started at e_H (x) e_k
