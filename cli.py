@@ -21,6 +21,74 @@ console = Console(emoji=False)  # user text (names, expressions) is printed as i
 err_console = Console(stderr=True, emoji=False)
 
 
+class NeuronValues(click.ParamType):
+    """--a / --b: one number for every neuron, or per-neuron values: a comma-separated list of m numbers,
+    '@FILE' (m numbers separated by commas or white space), 'pm1' (independent random signs) or
+    'normal' / 'normal:S' (independent N(0, S^2)); the random ones are drawn from --seed (``neuron_values``)."""
+
+    name = "value"
+
+    def convert(self, value, param, ctx):
+        if isinstance(value, (int, float, tuple)):
+            return value
+        text = str(value).strip()
+        try:
+            return float(text)
+        except ValueError:
+            pass
+        if text == "pm1":
+            return ("pm1", 1.0)
+        if text == "normal" or text.startswith("normal:"):
+            try:
+                scale = float(text.split(":", 1)[1]) if ":" in text else 1.0
+            except ValueError:
+                scale = math.nan
+            if not (math.isfinite(scale) and scale > 0):
+                self.fail(f"{value!r}: 'normal:S' needs a finite scale S > 0", param, ctx)
+            return ("normal", scale)
+        if text.startswith("@"):
+            try:
+                with open(text[1:], encoding="utf-8") as fh:
+                    text = fh.read()
+            except (OSError, UnicodeDecodeError) as exc:
+                self.fail(f"cannot read {value[1:]!r} ({exc.__class__.__name__})", param, ctx)
+        try:
+            values = tuple(float(v) for v in text.replace(",", " ").split())
+        except ValueError:
+            values = ()
+        if not values or not all(math.isfinite(v) for v in values):
+            self.fail(f"{value!r}: give a number, a comma-separated list, @FILE, 'pm1', 'normal' or 'normal:S'",
+                      param, ctx)
+        return values
+
+
+def neuron_values(spec, m, seed, name: str):
+    """The value(s) of --a or --b for m neurons: a number, or a tuple of m numbers (a list of the wrong
+    length is a one-line error; the laws are drawn from ``seed``, with separate streams for a and b)."""
+    if isinstance(spec, (int, float)):
+        return float(spec)
+    if not (isinstance(m, int) and m >= 1):
+        abort(f"per-neuron --{name} values need a finite width --m", 2)
+    if isinstance(spec, tuple) and spec and isinstance(spec[0], str):
+        import numpy as np
+        rng = np.random.default_rng([int(seed), 1 if name == "a" else 2])
+        kind, scale = spec
+        values = rng.choice([-1.0, 1.0], size=m) if kind == "pm1" else scale * rng.standard_normal(m)
+        return tuple(float(v) for v in values)
+    if len(spec) == 1:
+        return float(spec[0])
+    if len(spec) != m:
+        abort(f"--{name} has {len(spec)} values for m = {m} neurons", 2)
+    return tuple(spec)
+
+
+def show(value) -> str:
+    """A number, or per-neuron values, for a setup line."""
+    if isinstance(value, tuple):
+        return "(" + ", ".join(f"{v:g}" for v in value) + ")"
+    return f"{value:g}"
+
+
 def _problem_default(name):
     from thresholds.problem import Problem
     return Problem.__dataclass_fields__[name].default
@@ -34,10 +102,11 @@ def _training_options(func):
                      help="Step size (mean-field scaling: theta_j += eta m grad_j(-R))."),
         click.option("--rho0", default=_problem_default("rho0"), show_default=True, type=float,
                      help="Initialization scale ||theta_j^0||."),
-        click.option("--a", "a_", default=_problem_default("a"), show_default=True, type=float,
-                     help="Second-layer weight a (the same for every neuron)."),
-        click.option("--b", "b_", default=_problem_default("b"), show_default=True, type=float,
-                     help="Bias b (the same for every neuron)."),
+        click.option("--a", "a_", default=_problem_default("a"), show_default=True, type=NeuronValues(),
+                     help="Second-layer weights a_j: a number, a list of m numbers, @FILE, 'pm1' (random "
+                          "signs) or 'normal[:S]' (drawn from --seed)."),
+        click.option("--b", "b_", default=_problem_default("b"), show_default=True, type=NeuronValues(),
+                     help="Biases b_j: a number, a list of m numbers, @FILE, 'pm1' or 'normal[:S]'."),
         click.option("--weight-decay", default=_problem_default("weight_decay"), show_default=True, type=float,
                      help="Weight decay lambda_wd."),
     ]
@@ -436,8 +505,9 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
     from thresholds.numbers import format_with_error
     from thresholds.problem import Problem
 
-    problem = Problem(activation, link, a=a_, b=b_, m=width, eta=eta, steps=steps, rho0=rho0,
-                      weight_decay=weight_decay, sphere=sphere)
+    problem = Problem(activation, link, a=neuron_values(a_, width, seed, "a"), b=neuron_values(b_, width, seed, "b"),
+                      m=width, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay, sphere=sphere)
+    a_, b_ = problem.a, problem.b
     setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
                                    g_nodes=g_nodes)
     with Activity("DMFT", disable=as_json) as act:
@@ -452,14 +522,14 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
             "train loss": (res.train_loss, res.train_loss_err, 1),
             "test loss": (res.test_loss, res.test_loss_err, 1),
             **({"|M|^2 (easy)": (res.easy_overlap, res.easy_overlap_err, 0)} if res.easy_basis else {})},
-            title=f"DMFT {activation} / {link}: delta={delta:g} eta={eta:g} m={width} rho0={rho0:g} a={a_:g} "
-                  f"b={b_:g} wd={weight_decay:g}" + (" sphere" if sphere else ""))
+            title=f"DMFT {activation} / {link}: delta={delta:g} eta={eta:g} m={width} rho0={rho0:g} a={show(a_)} "
+                  f"b={show(b_)} wd={weight_decay:g}" + (" sphere" if sphere else ""))
     if as_json:
         emit_json(res.to_json(every=1 if every <= 0 else every))
         return
     from rich.markup import escape
     table = Table(title=escape(f"DMFT: sigma = {activation}, y = {link}, delta = {delta:g}, eta = {eta:g}, "
-                               f"rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, weight decay = {weight_decay:g}, "
+                               f"rho0 = {rho0:g}, a = {show(a_)}, b = {show(b_)}, weight decay = {weight_decay:g}, "
                                f"square loss, m = {width}" + (", spherical GD" if sphere else "")))
     easy = bool(res.easy_basis)
     for col in ("t", "||theta||^2", "<theta^t,theta^0>", "train loss", "test loss") + (
@@ -506,7 +576,9 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
     deltas = _parse_range(delta_text)
     if not deltas or min(deltas) <= 0:
         abort("--delta must be > 0", 2)
-    problem = Problem(activation, link, a=a_, b=b_, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay)
+    problem = Problem(activation, link, a=neuron_values(a_, 1, seed, "a"), b=neuron_values(b_, 1, seed, "b"), eta=eta,
+                      steps=steps, rho0=rho0, weight_decay=weight_decay)
+    a_, b_ = problem.a, problem.b
     results = []
     with Activity("Hessian after the first phase (DMFT, then the spectral equations)", disable=as_json) as act:
         for d in deltas:
@@ -517,7 +589,7 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
         emit_json(results[0].to_json() if len(results) == 1 else {"scan": [r.to_json() for r in results]})
         return
     title = escape(f"Hessian after {steps} GD steps: sigma = {activation}, y = {link}, eta = {eta:g}, "
-                   f"rho0 = {rho0:g}, a = {a_:g}, b = {b_:g}, weight decay = {weight_decay:g}, square loss, m = 1, "
+                   f"rho0 = {rho0:g}, a = {show(a_)}, b = {show(b_)}, weight decay = {weight_decay:g}, square loss, m = 1, "
                    f"{paths} paths in {replicas} replicas")
     table = Table(title=title)
     for col in ("delta", "left edge", "right edge", "settled", "negative hard outlier", "outliers (z, overlap^2)"):
@@ -663,7 +735,8 @@ def _nn_setup(activation, link, kw):
     from thresholds.nn import NNSetup
     from thresholds.problem import Problem
     wide = kw["width"] == math.inf
-    problem = Problem(activation, link, a=kw["a_"], b=kw["b_"], m=kw["population"] if wide else kw["width"],
+    a, b = (neuron_values(kw[k], kw["width"], kw["seed"], k[0]) for k in ("a_", "b_"))
+    problem = Problem(activation, link, a=a, b=b, m=kw["population"] if wide else kw["width"],
                       eta=kw["eta"], steps=kw["steps"], rho0=kw["rho0"], weight_decay=kw["weight_decay"],
                       sphere=kw["sphere"])
     return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
@@ -672,7 +745,7 @@ def _nn_setup(activation, link, kw):
 
 
 def _setup_line(setup) -> str:
-    return (f"sigma = {setup.activation}, y = {setup.link}, a = {setup.a:g}, b = {setup.b:g}, m = {setup.width}, "
+    return (f"sigma = {setup.activation}, y = {setup.link}, a = {show(setup.a)}, b = {show(setup.b)}, m = {setup.width}, "
             f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
             + ("spherical GD, " if setup.sphere else "")
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
@@ -1078,7 +1151,8 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
     from thresholds.problem import Problem
     from validation.threshold import check_measurable, validate
 
-    problem = Problem(activation, link, a=a_, b=b_, m=width, eta=eta, rho0=rho0, weight_decay=weight_decay)
+    problem = Problem(activation, link, a=neuron_values(a_, width, seed, "a"), b=neuron_values(b_, width, seed, "b"),
+                      m=width, eta=eta, rho0=rho0, weight_decay=weight_decay)
     problem.validate()
     check_measurable(problem, hessian=hessian)
     try:

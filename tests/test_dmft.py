@@ -128,9 +128,9 @@ def test_width_m_population_risk_limits():
     s = np.tanh(np.sqrt(q) * x + 0.3)
     Es, Es2 = w @ s, w @ s**2
     indep = 0.5 * (Ey2 - 2 * Ey * 1.5 * Es + 1.5**2 * (Es2 + Es**2) / 2)
-    assert _test_loss_m(act.numpy(0), 1.5, 0.3, q * np.eye(2), Ey, Ey2, nodes=80) == pytest.approx(indep, rel=1e-12)
+    assert _test_loss_m(act.numpy(0), np.full(2, 1.5), np.full(2, 0.3), q * np.eye(2), Ey, Ey2, nodes=80) == pytest.approx(indep, rel=1e-12)
     same = _test_loss(compiled_activation(act, False), 1.5, 0.3, q, Ey, Ey2)
-    assert _test_loss_m(act.numpy(0), 1.5, 0.3, q * np.ones((2, 2)), Ey, Ey2, nodes=80) == pytest.approx(same, rel=1e-10)
+    assert _test_loss_m(act.numpy(0), np.full(2, 1.5), np.full(2, 0.3), q * np.ones((2, 2)), Ey, Ey2, nodes=80) == pytest.approx(same, rel=1e-10)
 
 
 def test_width_m_needs_the_sources_backend():

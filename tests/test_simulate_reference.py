@@ -3,7 +3,8 @@
 The reference below is written from the update rule alone (simulate.py eqs. (1)-(3)) with NumPy's
 vectorized activations (no numba, no fused loops), and it draws its data from the seed in the order
 run_gd documents: training X, its labels, test X, its labels, then Theta_0.  Both are run on small
-problems covering one and several neurons, a second-layer weight and bias, weight decay, the
+problems covering one and several neurons, a second-layer weight and bias (one for all neurons or one
+per neuron), weight decay, the
 complement restriction, the sphere constraint and an odd number of rows (a partial register tile).
 The two are different summation orders of the same sums, so they agree to rounding (1e-9 relative
 over 40 steps), not bit for bit.
@@ -60,6 +61,7 @@ CASES = [
     dict(activation="tanh", link="mixed", m=3, a=0.7, b=0.3, weight_decay=0.05, complement=False),
     dict(activation="gelu", link="abs", m=5, rho0=0.8, sphere=True),
     dict(activation="quad", link="phase_retrieval", m=2, eta=0.05, b=-0.2),
+    dict(activation="tanh", link="abs", m=3, a=(1.0, -0.5, 2.0), b=(0.1, -0.3, 0.0), complement=False),
 ]
 
 

@@ -53,7 +53,9 @@ columns are indexed by pairs J = s m + k (step s, neuron k), so A(t) is m x m, B
 m x (t m), ``sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0`` (nu in R^m) and
 ``sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J]``; for m = 1 this is the scalar scheme above.
 Reported norms are means over neurons, (1/m) sum_j ||theta_j||^2 and (1/m) sum_j <theta_j^t, theta_j^0>.
-All a_j = a and b_j = b.
+Per-neuron second-layer weights and biases (a_j, b_j; thresholds.problem) enter only the per-path
+psi_j = (y - f) a_j sigma'(u_j + b_j), f = (1/m) sum_j a_j sigma(u_j + b_j), and the population risk;
+the kernels are m x m blocks already, so nothing else changes (tests/test_per_neuron.py: against GD).
 
 Easy directions (``sources`` only; THEORY.md sections 1 and 3).  Split x = Theta_* g + x_perp and
 theta_j = Theta_* M_j + theta_perp,j.  The overlaps with the hard directions stay O(d^-1/2)
@@ -89,7 +91,7 @@ from .catalog import X, Activation, Link, get_activation, get_link
 from .errors import BLOWUP, DivergenceError, ThresholdsError, UnsupportedError
 from .kernels import compiled_activation, make_psi_kernel, make_psi_kernel_m
 from .numbers import mean_se_rows
-from .problem import Problem
+from .problem import Problem, per_neuron
 from .targets import draw_targets, y_moments
 
 def _memory_limit() -> int:
@@ -253,25 +255,26 @@ def _test_loss(act_fns, a, b, q, Ey, Ey2):
 def _test_loss_m(sig, a, b, Q, Ey, Ey2, nodes=40):
     """Population risk E[(y - f(w))^2]/2 of the width-m network, w ~ N(0, Q) independent of y
     (null case): E[f] from one-dimensional and E[f^2] from pairwise two-dimensional
-    Gauss-Hermite quadrature (``nodes`` per axis); ``sig`` is sigma as a NumPy function."""
+    Gauss-Hermite quadrature (``nodes`` per axis); ``sig`` is sigma as a NumPy function, ``a`` and ``b``
+    the per-neuron arrays."""
     m = Q.shape[0]
     x, wts = np.polynomial.hermite_e.hermegauss(nodes)
     wts = wts / wts.sum()
     std = np.sqrt(np.maximum(np.diag(Q), 0.0))
-    Ef = a * sum(float(wts @ sig(std[j] * x + b)) for j in range(m)) / m
+    Ef = sum(a[j] * float(wts @ sig(std[j] * x + b[j])) for j in range(m)) / m
     X1, X2 = np.meshgrid(x, x, indexing="ij")
     W2 = np.outer(wts, wts)
     Ef2 = 0.0
     for j in range(m):
         for k in range(j, m):
             if j == k:
-                val = float(wts @ sig(std[j] * x + b) ** 2)
+                val = float(wts @ sig(std[j] * x + b[j]) ** 2)
             else:  # (w_j, w_k) = (l00 x1, l10 x1 + l11 x2), the 2 x 2 Cholesky factor
                 l10 = Q[j, k] / std[j] if std[j] > 0 else 0.0
                 l11 = math.sqrt(max(Q[k, k] - l10 * l10, 0.0))
-                val = float(np.sum(W2 * sig(std[j] * X1 + b) * sig(l10 * X1 + l11 * X2 + b)))
-            Ef2 += val * (1 if j == k else 2)
-    Ef2 *= a * a / m**2
+                val = float(np.sum(W2 * sig(std[j] * X1 + b[j]) * sig(l10 * X1 + l11 * X2 + b[k])))
+            Ef2 += a[j] * a[k] * val * (1 if j == k else 2)
+    Ef2 /= m**2
     return 0.5 * (Ey2 - 2 * Ey * Ef + Ef2)
 
 
@@ -289,7 +292,7 @@ def _test_loss_signal(sig, a, b, signal, y, omega, Cperp, Ey2, rng):
     root = vecs * np.sqrt(np.maximum(vals, 0.0))
     total = 0.0
     for _ in range(TEST_DRAWS):
-        f = a * sig(signal + rng.standard_normal(signal.shape) @ root.T + b).sum(axis=1) / m
+        f = (a * sig(signal + rng.standard_normal(signal.shape) @ root.T + b)).sum(axis=1) / m
         total += float(omega @ (0.5 * f * f - y * f))
     return 0.5 * Ey2 + total / TEST_DRAWS
 
@@ -442,6 +445,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     sample side and follow their own recursion (module docstring, "Easy directions")."""
     T, eta, delta, rho0, M = setup.steps, setup.eta, setup.delta, setup.rho0, setup.m
     kernel = make_psi_kernel_m(act)
+    a_j, b_j = per_neuron(setup.a, M), per_neuron(setup.b, M)  # per-neuron second layer
     y, g, gE, omega = _sources_targets(link, n, setup.g_nodes, rng, split)
     rE = split.easy.shape[0]
     Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the easy directions
@@ -474,10 +478,10 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         if rE:
             u += gE @ Msig[t]
         _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
-        kernel(u, y, setup.a, setup.b, psi, loss)
+        kernel(u, y, a_j, b_j, psi, loss)
         train[t] = float(omega @ loss)
         if rE:
-            test[t] = _test_loss_signal(sig, setup.a, setup.b, gE @ Msig[t], y, omega, C[t, t], Ey2, test_rng)
+            test[t] = _test_loss_signal(sig, a_j, b_j, gE @ Msig[t], y, omega, C[t, t], Ey2, test_rng)
         if progress is not None:
             progress(t)
         if t in snaps:
@@ -665,7 +669,8 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
         ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o.A) / setup.m for o in outs])
         sig = act.numpy(0)
-        test = np.array([[_test_loss_m(sig, setup.a, setup.b, o.C[t, t], Ey, Ey2) for t in range(setup.steps + 1)]
+        test = np.array([[_test_loss_m(sig, per_neuron(setup.a, setup.m), per_neuron(setup.b, setup.m), o.C[t, t],
+                                       Ey, Ey2) for t in range(setup.steps + 1)]
                          for o in outs])
     signal = np.array([o.signal for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
     easy = np.sum(signal**2, axis=2).mean(axis=2)  # (1/m) sum_j |M_j|^2 per replica and step

@@ -41,6 +41,7 @@ from .dmft import DMFTSetup, solve_dmft
 from .errors import UnsupportedError
 from .laws import FirstPhaseLaw, dmft_law
 from .numbers import mean_se
+from .problem import per_neuron, uniform
 from .outlier import lowest_outlier, negative_indicator, spectrum
 from .stieltjes import WeightLaw, bulk_edges, spike_weight
 
@@ -53,16 +54,18 @@ def hessian_weight(activation, a: float, b: float, u, y):
     return a * a * s1(z) ** 2 - (np.asarray(y) - a * s0(z)) * a * s2(z)
 
 
-def hessian_weight_m(activation, a: float, b: float, U, y):
-    """Eq. (2), W (n, m, m) for width m (THEORY.md section 2): W_jk = (a^2/m) sigma'_j sigma'_k
-    - 1[j = k] (y - f) a sigma''_j with f = (a/m) sum_j sigma(u_j + b)."""
+def hessian_weight_m(activation, a, b, U, y):
+    """Eq. (2), W (n, m, m) for width m (THEORY.md section 2) with per-neuron a_j, b_j (numbers or
+    length-m sequences): W_jk = (a_j a_k/m) sigma'_j sigma'_k - 1[j = k] (y - f) a_j sigma''_j with
+    f = (1/m) sum_j a_j sigma(u_j + b_j), sigma^(k)_j at u_j + b_j."""
     act = get_activation(activation) if isinstance(activation, str) else activation
     s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)
+    m = np.shape(U)[1]
+    a, b = per_neuron(a, m), per_neuron(b, m)
     Z = np.asarray(U) + b
-    m = Z.shape[1]
-    r = np.asarray(y) - a * s0(Z).mean(axis=1)
+    r = np.asarray(y) - (a * s0(Z)).mean(axis=1)
     d1, d2 = s1(Z), s2(Z)
-    W = (a * a / m) * np.einsum("ni,nj->nij", d1, d1)
+    W = np.einsum("i,j,ni,nj->nij", a, a, d1, d1) / m
     W[:, np.arange(m), np.arange(m)] -= (r[:, None] * a) * d2
     return W
 
@@ -203,6 +206,9 @@ def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum
     and with D clipped from below at its pooled 1e-3 quantile), the lowest hard outlier of either sector,
     and the sectors' indicators.  The right edge is not computed (nan)."""
     from .meanfield import PopulationLaw, lowest_outlier as lowest_mf, sectors
+    if not (uniform(setup.a) and uniform(setup.b)):
+        raise UnsupportedError("the m -> inf Hessian (sectors of exchangeable neurons) needs the same a and b for "
+                               "every neuron; per-neuron values are covered at finite m (the m x m engine)")
     law = PopulationLaw.from_samples(act, setup.a, setup.b, U, y, g, w)
     res = sectors(law, delta)
     floor = _clip_lower(law.pooled.G, law.pooled.w, CLIP_QUANTILE).min()

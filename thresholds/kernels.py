@@ -70,8 +70,9 @@ def make_psi_kernel(act: Activation, need_second: bool = True):
 
 
 def make_psi_kernel_m(act: Activation):
-    """numba kernel psi_m(U, y, a, b, psi_out, loss_out) for m neurons: f = (1/m) sum_j a sigma(u_j + b),
-    psi_j = (y - f) a sigma'(u_j + b), loss = (y - f)^2 / 2 per path."""
+    """numba kernel psi_m(U, y, a, b, psi_out, loss_out) for m neurons with per-neuron arrays a, b (m,):
+    f = (1/m) sum_j a_j sigma(u_j + b_j), psi_j = (y - f) a_j sigma'(u_j + b_j), loss = (y - f)^2 / 2
+    per path."""
     key = ("kernel_m", str(act.expr))
     if key in _CACHE:
         return _CACHE[key]
@@ -83,11 +84,11 @@ def make_psi_kernel_m(act: Activation):
         for i in range(n):
             f = 0.0
             for j in range(m):
-                f += a * s0(U[i, j] + b)
+                f += a[j] * s0(U[i, j] + b[j])
             r = y[i] - f / m
             loss_out[i] = 0.5 * r * r
             for j in range(m):
-                psi_out[i, j] = r * a * s1(U[i, j] + b)
+                psi_out[i, j] = r * a[j] * s1(U[i, j] + b[j])
 
     _CACHE[key] = psi_m
     return psi_m

@@ -33,7 +33,7 @@ from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import BLOWUP
 from thresholds.kernels import compiled_activation
-from thresholds.problem import Problem
+from thresholds.problem import Problem, per_neuron
 from thresholds.targets import labels, y_moments
 
 
@@ -51,8 +51,8 @@ class GDSetup:
     d: int
     eta: float
     steps: int
-    a: float = 1.0
-    b: float = 0.0
+    a: float | tuple = 1.0   # one value, or one per neuron
+    b: float | tuple = 0.0
     rho0: float = 1.0
     weight_decay: float = 0.0
     m: int = 1
@@ -265,8 +265,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     if setup.complement:
         Theta[:k] = easy.T @ (easy @ Theta[:k])  # keep the easy components only
     Theta0 = Theta.copy()
-    a = np.full(m, setup.a, dtype=dtype)
-    b = np.full(m, setup.b, dtype=dtype)
+    a = per_neuron(setup.a, m).astype(dtype)   # per-neuron second-layer weights and biases
+    b = per_neuron(setup.b, m).astype(dtype)
     gradT = np.zeros((m, d), dtype=dtype)
     step = step_kernel(act)
     evaluate = _eval_kernel(act)
