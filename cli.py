@@ -499,7 +499,6 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
              response, g_nodes, seed, every, no_cache, plot_path, as_json):
     """DMFT of the first phase of GD (square loss): norms (means over the m neurons), losses and,
     for targets with easy directions, the overlaps with them, per step."""
-    from rich.progress import Progress
 
     from thresholds.dmft import DMFTSetup, solve_dmft
     from thresholds.numbers import format_with_error

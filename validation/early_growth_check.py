@@ -26,34 +26,21 @@ from pathlib import Path
 import numpy as np
 
 from validation.finite_d_predict import setup_arguments
-from validation.tangent_check import draw, gradient, tangent
+from validation.tangent_check import run
 from validation.threshold import horizon
 
 OUT = Path(__file__).resolve().parent / "reports" / "early_growth"
 
 
 def trial(activation, link, delta, d, eta, seed, rho0=1.0):
-    fns, X, y, theta0 = draw(activation, link, delta, d, 1, seed, rho0)
+    """One trial's record (module docstring), None when unrestricted GD diverges."""
     T = horizon(d, eta)
-    Th, Tu = theta0.copy(), theta0.copy()
-    Th[0] = 0.0
-    V = np.zeros((d, 1, 1))
-    V[0] = 1.0
-    lam = np.empty(T + 1)
-    for t in range(T + 1):
-        lam[t] = math.log(abs(V[0, 0, 0]) + 1e-300)
-        if t == T:
-            break
-        V = V + eta * tangent(Th, V, X, y, fns)
-        Th = Th + eta * gradient(Th, X, y, fns)
-        Th[0] = 0.0
-        Tu = Tu + eta * gradient(Tu, X, y, fns)
-        if not np.isfinite(Tu).all() or np.sum(Tu ** 2) > 1e12:
-            return None
-    frac = float(Tu[0, 0] ** 2 / np.sum(Tu ** 2))
-    q0 = float(theta0[0, 0])
+    try:
+        res = run(1, delta, seed, activation, link, d=d, eta=eta, steps=T, rho0=rho0)
+    except FloatingPointError:
+        return None
+    lam, frac, q0, NT = res.lam, float(res.frac[-1]), float(res.theta0[0, 0]), res.norm2_restricted
     peak = int(np.argmax(lam))
-    NT = float(np.sum(Th ** 2))
     return {"activation": activation, "link": link, "delta": float(delta), "d": int(d), "eta": eta, "seed": seed,
             "T": T, "success": frac > 0.5, "hard_fraction": frac, "q0": q0, "lambda_max": float(lam[peak]),
             "peak_step": peak, "lambda_T": float(lam[-1]), "norm_T": NT,

@@ -32,7 +32,7 @@ Approximations: the eigenvector is followed adiabatically (its rotation between 
 ignored); the nonlinear end of the escape is taken to complete once the linear growth reaches O(1);
 the feedback of the hard component on the first phase is ignored until then.
 
-Run:  python -m validation.finite_d_predict -a quad --eta 0.05 --dims 200,400,800 --delta 4:7:0.5
+Run:  python -m validation.finite_d_predict -a quad --eta 0.05 --dims 200 --delta 4,5,6 --replicas 4
 """
 
 from __future__ import annotations
@@ -95,14 +95,6 @@ def predict(activation, link, delta, d, eta, *, replicas=8, seed=0, t0=50.0, c=1
             "left_edge": [spectra[s].left_edge for s in steps]}
 
 
-def _values(text: str) -> list[float]:
-    """'a:b:step' (inclusive) or a comma-separated list."""
-    if ":" in text:
-        a, b, h = (float(v) for v in text.split(":"))
-        return [round(a + k * h, 10) for k in range(int(math.floor((b - a) / h + 1e-9)) + 1)]
-    return [float(v) for v in text.split(",")]
-
-
 def setup_arguments(ap, *, dims: str, delta: str):
     """The options the m = 1 experiments share: activation, link, step size, dimensions, sample ratios."""
     ap.add_argument("-a", "--activation", default="quad")
@@ -114,7 +106,7 @@ def setup_arguments(ap, *, dims: str, delta: str):
 
 
 def main(argv=None):
-    ap = setup_arguments(argparse.ArgumentParser(), dims="200,400,800", delta="4:7:0.5")
+    ap = setup_arguments(argparse.ArgumentParser(), dims="200,400,800", delta="4,4.5,5,5.5,6,6.5,7")
     ap.add_argument("--replicas", type=int, default=8)
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
@@ -125,7 +117,7 @@ def main(argv=None):
             r = json.loads(line)
             done.add((r["d"], r["delta"], r["replicas"]))
     for d in [int(v) for v in args.dims.split(",")]:
-        for delta in _values(args.delta):
+        for delta in [float(v) for v in args.delta.split(",")]:
             if (d, float(delta), args.replicas) in done:
                 continue
             row = predict(args.activation, args.link, delta, d, args.eta, replicas=args.replicas)

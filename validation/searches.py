@@ -35,10 +35,7 @@ class SearchSpec:
 def run_search(cache: bool, spec: SearchSpec):
     """The NNResult of ``spec.setup``, or the ThresholdsError that refused it (returned, not raised, so
     that one refused row does not cancel the others)."""
-    try:
-        return delta_nn(spec.setup, cache=cache)
-    except ThresholdsError as exc:
-        return exc
+    return _guarded(partial(delta_nn, cache=cache), spec.setup)
 
 
 def delta_nn_many(setups, *, cache: bool = True, workers="auto", scheduler: str | None = None,

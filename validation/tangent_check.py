@@ -25,6 +25,7 @@ of order d^{-1/2}.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 import sys
 from pathlib import Path
 
@@ -72,26 +73,42 @@ def draw(activation, link, delta, d, m, seed, rho0=1.0):
     return fns, X, y, rng.standard_normal((d, m)) * rho0 / math.sqrt(d)
 
 
-def run(m: int, delta: float, seed: int, activation="gelu", link="phase_retrieval"):
-    """(Lambda(t) per step, the growing neuron mix at the end, unrestricted hard fraction per step)."""
-    fns, X, y, theta0 = draw(activation, link, delta, D, m, seed)
+@dataclass
+class TangentRun:
+    """One trial: Lambda(t) per step, the growing neuron mix at the end, the unrestricted hard fraction
+    per step, the initialization and ||Theta||^2 of the restricted run at the end."""
+
+    lam: np.ndarray
+    mix: np.ndarray
+    frac: np.ndarray
+    theta0: np.ndarray
+    norm2_restricted: float
+
+
+def run(m: int, delta: float, seed: int, activation="gelu", link="phase_retrieval", *, d=D, eta=ETA, steps=STEPS,
+        rho0=1.0) -> TangentRun:
+    """The restricted run with its tangent and the unrestricted run from the same data and initialization
+    (module docstring); FloatingPointError when the unrestricted run diverges."""
+    fns, X, y, theta0 = draw(activation, link, delta, d, m, seed, rho0)
     Th = theta0.copy()
     Th[0] = 0.0                                # restricted: no hard component (phase retrieval: k = 1, no easy one)
-    Vs = np.zeros((D, m, m))                   # Vs[:, j, k]: neuron j of the tangent started at e_H (x) e_k
+    Vs = np.zeros((d, m, m))                   # Vs[:, j, k]: neuron j of the tangent started at e_H (x) e_k
     Vs[0] = np.eye(m)
     Tu = theta0.copy()                         # unrestricted, same data and initialization
     lam, frac = [], []
-    for t in range(STEPS + 1):
+    for t in range(steps + 1):
         lam.append(math.log(np.linalg.svd(Vs[0], compute_uv=False)[0]))
         frac.append(float(np.sum(Tu[0] ** 2) / np.sum(Tu**2)))
-        if t == STEPS:
+        if t == steps:
             break
-        Vs = Vs + ETA * tangent(Th, Vs, X, y, fns)
-        Th = Th + ETA * gradient(Th, X, y, fns)
+        Vs = Vs + eta * tangent(Th, Vs, X, y, fns)
+        Th = Th + eta * gradient(Th, X, y, fns)
         Th[0] = 0.0
-        Tu = Tu + ETA * gradient(Tu, X, y, fns)
+        Tu = Tu + eta * gradient(Tu, X, y, fns)
+        if not np.isfinite(Tu).all() or np.sum(Tu ** 2) > 1e12:
+            raise FloatingPointError(f"unrestricted GD diverged at step {t + 1}")
     _, _, vt = np.linalg.svd(Vs[0])
-    return np.array(lam), vt[0], np.array(frac)
+    return TangentRun(np.array(lam), vt[0], np.array(frac), theta0, float(np.sum(Th ** 2)))
 
 
 def outlier_growth(m: int, delta: float):
@@ -111,17 +128,17 @@ def main():
     mixes = []
     for m, delta in CASES:
         runs = [run(m, delta, 1000 + s) for s in range(SEEDS)]
-        lam = np.mean([r[0] for r in runs], axis=0)
-        frac = np.mean([r[2] for r in runs], axis=0)
+        lam = np.mean([r.lam for r in runs], axis=0)
+        frac = np.mean([r.frac for r in runs], axis=0)
         L = outlier_growth(m, delta)
         for t in (25, 50, 100, 200, 300, 400):
             lt = L.get(t)
             lines.append(f"| {m} | {delta:g} | {t} | {lam[t]:.2f} | "
                          + (f"{lt[0]:.2f} +- {lt[1]:.2f}" if lt else "-") + f" | {frac[t]:.3f} |")
-        first = [int(np.argmax(r[0] >= target)) if (r[0] >= target).any() else None for r in runs]
+        first = [int(np.argmax(r.lam >= target)) if (r.lam >= target).any() else None for r in runs]
         mixes.append(f"m = {m}, delta = {delta:g}: first step with Lambda >= log sqrt d per seed: {first}; "
                      f"growing neuron mix at step {STEPS}: "
-                     + "; ".join(np.array2string(r[1], precision=2) for r in runs))
+                     + "; ".join(np.array2string(r.mix, precision=2) for r in runs))
         print(f"m = {m}, delta = {delta:g} done", flush=True)
     lines += [""] + [f"- {x}" for x in mixes]
     OUT.write_text("\n".join(lines) + "\n")
