@@ -72,6 +72,15 @@ average over the replica's (g, y) paths with fresh draws of the orthogonal part.
 against GD restricted to the complement of the hard subspace (tests/test_easy.py,
 validation/reports/easy).
 
+Planted hard overlap (``planted``, ``sources`` only).  At d = inf the hard overlaps are 0 during the first
+phase; a run that starts from theta_j^0 = Theta_* M(0) + theta_perp^0 with M_H(0) = ``planted`` (every
+neuron, every hard direction) instead treats the hard directions exactly like the easy ones above: they
+join the signal coordinates, u^t = g_S^T M_S(t) + w^t + (memory), and obey the same recursion
+    M_S(t+1) = (1 - eta lambda) M_S(t) + eta E[g_S psi^t^T],                                          (7)
+now with an O(1) drift once M_H != 0 (the hard signal term of the gradient grows with M_H).  This is the
+d = inf law of GD from an informed start; ``hard_overlap`` = (1/m) sum_j |M_H,j|^2 and ``hard_fraction`` =
+hard_overlap / ||theta||^2 follow the escape (thresholds.planted uses them for the finite-d escape).
+
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
 """
@@ -129,6 +138,7 @@ class DMFTSetup:
     loss: str = "square"
     m: int = 1
     sphere: bool = False  # spherical GD: theta rescaled to ||theta|| = rho0 after every step
+    planted: float = 0.0  # initial overlap M_H(0) of every neuron with every hard direction (module docstring)
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -153,6 +163,10 @@ class DMFTSetup:
             raise ThresholdsError("replicas must be >= 1")
         if not (isinstance(self.m, int) and self.m >= 1):
             raise ThresholdsError(f"m must be a positive integer, got {self.m}")
+        if not (isinstance(self.planted, (int, float)) and math.isfinite(self.planted)):
+            raise ThresholdsError(f"planted must be a finite number, got {self.planted!r}")
+        if self.planted and self.response != "sources":
+            raise UnsupportedError("a planted hard overlap is solved by the 'sources' back-end")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
         need = self.memory_bytes()
@@ -206,7 +220,12 @@ class DMFTResult:
     signal_err: np.ndarray = None
     easy_overlap: np.ndarray = None     # (1/m) sum_j |M_j(t)|^2
     easy_overlap_err: np.ndarray = None
-    easy_basis: list = None              # rows: easy directions in the latent coordinates (None: null case)
+    easy_basis: list = None              # rows: signal directions in the latent coordinates (None: null case);
+    #                                      with ``planted`` the hard directions are the last r_H rows
+    hard_overlap: np.ndarray = None      # (1/m) sum_j |M_H,j(t)|^2 (planted runs; else None)
+    hard_overlap_err: np.ndarray = None
+    hard_fraction: np.ndarray = None     # hard_overlap / ||theta||^2 per replica, then mean and s.e.
+    hard_fraction_err: np.ndarray = None
 
     def to_json(self, every: int = 1) -> dict:
         steps = []
@@ -220,6 +239,11 @@ class DMFTResult:
                 steps[-1].update(signal=self.signal[i].tolist(), signal_err=self.signal_err[i].tolist(),
                                  easy_overlap=float(self.easy_overlap[i]),
                                  easy_overlap_err=float(self.easy_overlap_err[i]))
+            if self.hard_overlap is not None:
+                steps[-1].update(hard_overlap=float(self.hard_overlap[i]),
+                                 hard_overlap_err=float(self.hard_overlap_err[i]),
+                                 hard_fraction=float(self.hard_fraction[i]),
+                                 hard_fraction_err=float(self.hard_fraction_err[i]))
         return {"setup": asdict(self.setup), "seconds": self.seconds, "notes": self.notes,
                 "easy_basis": self.easy_basis, "steps": steps}
 
@@ -419,6 +443,7 @@ def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
     Msig[t + 1] *= scale[None, :]
 
 
+
 def _whiten(P, psi, omega, Psit, Lpsi):
     """Gram-Schmidt of the m columns psi_k^t (J = P + k) against the whitened past, twice for
     orthogonality: fills row J of Lpsi (psi^t = sum_J Lpsi(t, J) psit^J) and, when the innovation is above
@@ -448,7 +473,9 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     a_j, b_j = per_neuron(setup.a, M), per_neuron(setup.b, M)  # per-neuron second layer
     y, g, gE, omega = _sources_targets(link, n, setup.g_nodes, rng, split)
     rE = split.easy.shape[0]
-    Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the easy directions
+    Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the signal directions
+    if setup.planted:                              # eq. (7): the hard rows are the last r_H (_link_split)
+        Msig[0, rE - split.hard.shape[0]:] = setup.planted
     test = np.zeros(T + 1) if rE else None
     if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator)
         test_rng = np.random.default_rng(rng.integers(2**63))
@@ -642,8 +669,13 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     for r in range(replicas):
         cb = (lambda t, r=r: progress(r * (setup.steps + 1) + t + 1, total)) if progress else None
         outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb, split))
-    (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(
-        mean_se_rows, _per_replica_outputs(setup, act, outs, Ey, Ey2, split.easy.shape[0]))
+    rows = _per_replica_outputs(setup, act, outs, Ey, Ey2, split.easy.shape[0])
+    (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(mean_se_rows, rows)
+    hard = {}
+    if setup.planted:  # the last r_H signal rows are the hard directions (_link_split)
+        per = np.sum(rows[4][:, :, -split.hard.shape[0]:] ** 2, axis=2).mean(axis=2)   # (replicas, T+1)
+        (ho, hoe), (hf, hfe) = mean_se_rows(per), mean_se_rows(per / np.maximum(rows[0], 1e-300))
+        hard = dict(hard_overlap=ho, hard_overlap_err=hoe, hard_fraction=hf, hard_fraction_err=hfe)
     first = outs[0]
     chi = first.B / setup.eta if first.B is not None else None
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
@@ -652,7 +684,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
                       snapshots={t: [o.snapshots[t] for o in outs] for t in (first.snapshots or {})},
                       seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2),
                       signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
-                      easy_basis=split.easy.tolist() or None)
+                      easy_basis=split.easy.tolist() or None, **hard)
 
 
 def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
@@ -684,6 +716,9 @@ def _notes(setup, split, replicas, n, Ey, Ey2) -> list:
     notes = [f"response: {RESPONSES[setup.response]}",
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error"]
+    if setup.planted:
+        notes.append(f"planted start: M_H(0) = {setup.planted:g} on every hard direction and neuron; the hard "
+                     "directions are the last signal rows (eq. (7))")
     if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "
@@ -697,9 +732,15 @@ def _notes(setup, split, replicas, n, Ey, Ey2) -> list:
 
 
 def _link_split(link: Link, setup: DMFTSetup):
-    """Easy / hard split of the link; easy directions are solved by the ``sources`` back-end."""
-    from .alg import latent_split
+    """Easy / hard split of the link; easy directions are solved by the ``sources`` back-end.  With a
+    planted hard overlap the hard rows are appended to the signal rows (``easy``) (eq. (7)) and kept
+    as ``hard`` for the law's hard coordinate."""
+    from .alg import LatentSplit, latent_split
     split = latent_split(link)
+    if setup.planted:
+        if not split.hard.shape[0]:
+            raise UnsupportedError(f"link {link.name!r} has no hard direction to plant an overlap in")
+        split = LatentSplit(np.vstack([split.easy.reshape(-1, split.k), split.hard]), split.hard)
     if split.easy.shape[0] and setup.response != "sources":
         raise UnsupportedError(
             f"link {link.name!r} has {split.easy.shape[0]} easy direction(s); the DMFT with easy "

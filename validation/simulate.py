@@ -58,6 +58,7 @@ class GDSetup:
     m: int = 1
     complement: bool = True
     sphere: bool = False  # rescale every theta_j to norm rho0 after each step
+    planted: float = 0.0  # initial overlap of every theta_j with every hard direction (0: the drawn one)
     seed: int = 0
     n_test: int = 5_000  # fresh samples for the test loss
     test_loss: bool = True  # False: the test set is drawn (same random stream) but not evaluated (nan)
@@ -262,6 +263,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     Theta = (rng.standard_normal((d, m)) * setup.rho0 / math.sqrt(d)).astype(dtype)
     split = latent_split(link)
     easy, hard = split.easy.astype(dtype), split.hard.astype(dtype)
+    if setup.planted:  # informed start: the hard components of every theta_j set to ``planted``
+        Theta[:k] += hard.T @ (setup.planted - hard @ Theta[:k])
     if setup.complement:
         Theta[:k] = easy.T @ (easy @ Theta[:k])  # keep the easy components only
     Theta0 = Theta.copy()
