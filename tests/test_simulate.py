@@ -130,3 +130,29 @@ def test_the_test_loss_on_a_schedule_leaves_the_run_unchanged():
     at = [0, 5, 10, 12]
     assert np.array_equal(every.test_loss[at], sparse.test_loss[at])
     assert np.isnan(np.delete(sparse.test_loss, at)).all()
+
+
+def test_forced_tangent_predicts_the_unrestricted_hard_component():
+    """Eq. (2) of validation/tangent_check: W_t, forced by the hard gradient that the restriction removes, is
+    the first-order difference between the unrestricted and the restricted run.  The hard coordinate of the
+    data is scaled by e (y keeps the unscaled z), so the initial hard component and the forcing are O(e)
+    and the unrestricted hard component must match W_t up to higher orders: the relative error falls at least
+    like e (here like e^4, about 1e-9 at e = 0.01, because y = z^2 is even in z)."""
+    from thresholds.catalog import get_activation
+    from validation.tangent_check import run
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((400, 60))
+    y = X[:, 0] ** 2
+    fns = tuple(get_activation("quad").numpy(k) for k in range(3))
+    theta0 = rng.standard_normal((60, 1)) / np.sqrt(60)
+    errs = []
+    for e in (1e-2, 5e-3):
+        Xe = X.copy()
+        Xe[:, 0] *= e
+        th = theta0.copy()
+        th[0] *= e
+        res = run(1, 0.0, 0, data=(fns, Xe, y, th), eta=0.05, steps=30)
+        scale = np.abs(res.forced[:, 0]).max()
+        assert scale > 1e-3 * e  # the forcing moves the hard component
+        errs.append(np.abs(res.forced[:, 0] - res.hard[:, 0]).max() / scale)
+    assert errs[0] < 1e-6 and errs[1] < 0.5 * errs[0]

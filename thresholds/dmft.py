@@ -74,12 +74,22 @@ validation/reports/easy).
 
 Planted hard overlap (``planted``, ``sources`` only).  At d = inf the hard overlaps are 0 during the first
 phase; a run that starts from theta_j^0 = Theta_* M(0) + theta_perp^0 with M_H(0) = ``planted`` (every
-neuron, every hard direction) instead treats the hard directions exactly like the easy ones above: they
+neuron, every hard direction; or M_H = 0 until step ``planted_step`` and ``planted`` there) instead treats
+the hard directions exactly like the easy ones above: they
 join the signal coordinates, u^t = g_S^T M_S(t) + w^t + (memory), and obey the same recursion
     M_S(t+1) = (1 - eta lambda) M_S(t) + eta E[g_S psi^t^T],                                          (7)
 now with an O(1) drift once M_H != 0 (the hard signal term of the gradient grows with M_H).  This is the
 d = inf law of GD from an informed start; ``hard_overlap`` = (1/m) sum_j |M_H,j|^2 and ``hard_fraction`` =
-hard_overlap / ||theta||^2 follow the escape (thresholds.planted uses them for the finite-d escape).
+hard_overlap / ||theta||^2 follow the escape (validation/reports/planted).
+
+Linear response of the hard coordinate (``pathwise``, null case).  A small hard overlap M(t) enters the
+sample side as g M(t); the kernels are even in M, so to first order u^t moves by
+sum_{r<=t} J(t,r) g M(r) (J the pathwise tangent above) and eq. (7) linearizes to
+    M(t+1) = (1 - eta lambda) M(t) + eta sum_{r<=t} K_M(t,r) M(r) + eta f_t,
+    K_M(t,r) = E[g^2 psi'(u^t) J(t,r)],     K_F(s,r) = E[g^2 psi^s psi^r],                               (9)
+where f_t is an external forcing of the hard coordinate (at finite d the sample fluctuation of the hard
+gradient, Cov(sqrt(d) f_s, sqrt(d) f_r) = K_F(s,r)/delta; thresholds.forcing).  ``hard_kernels`` holds
+(K_M, K_F) (t, r < T) per replica.
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
@@ -138,7 +148,8 @@ class DMFTSetup:
     loss: str = "square"
     m: int = 1
     sphere: bool = False  # spherical GD: theta rescaled to ||theta|| = rho0 after every step
-    planted: float = 0.0  # initial overlap M_H(0) of every neuron with every hard direction (module docstring)
+    planted: float = 0.0  # overlap M_H of every neuron with every hard direction at step planted_step (eq. (7))
+    planted_step: int = 0  # the step at which the hard overlap is set to ``planted`` (0 before it)
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -165,6 +176,8 @@ class DMFTSetup:
             raise ThresholdsError(f"m must be a positive integer, got {self.m}")
         if not (isinstance(self.planted, (int, float)) and math.isfinite(self.planted)):
             raise ThresholdsError(f"planted must be a finite number, got {self.planted!r}")
+        if not (isinstance(self.planted_step, int) and 0 <= self.planted_step <= self.steps):
+            raise ThresholdsError(f"planted_step must be an integer in [0, steps], got {self.planted_step!r}")
         if self.planted and self.response != "sources":
             raise UnsupportedError("a planted hard overlap is solved by the 'sources' back-end")
         if self.m > 1 and self.response != "sources":
@@ -220,6 +233,7 @@ class DMFTResult:
     signal_err: np.ndarray = None
     easy_overlap: np.ndarray = None     # (1/m) sum_j |M_j(t)|^2
     easy_overlap_err: np.ndarray = None
+    hard_kernels: list = None            # ``pathwise``: per replica (K_M, K_F) of eq. (9)
     easy_basis: list = None              # rows: signal directions in the latent coordinates (None: null case);
     #                                      with ``planted`` the hard directions are the last r_H rows
     hard_overlap: np.ndarray = None      # (1/m) sum_j |M_H,j(t)|^2 (planted runs; else None)
@@ -474,8 +488,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     y, g, gE, omega = _sources_targets(link, n, setup.g_nodes, rng, split)
     rE = split.easy.shape[0]
     Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the signal directions
-    if setup.planted:                              # eq. (7): the hard rows are the last r_H (_link_split)
-        Msig[0, rE - split.hard.shape[0]:] = setup.planted
+    hard_rows = slice(rE - split.hard.shape[0], rE)  # with ``planted``: the last r_H rows (_link_split)
     test = np.zeros(T + 1) if rE else None
     if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator)
         test_rng = np.random.default_rng(rng.integers(2**63))
@@ -496,6 +509,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     sq = math.sqrt(delta)
     for t in range(T + 1):
         P = t * M
+        if setup.planted and t <= setup.planted_step:  # eq. (7): M_H = 0 (its d = inf value), then the planted start
+            Msig[t, hard_rows] = setup.planted if t == setup.planted_step else 0.0
         Bt_t = Bt[t, :, :P]
         C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
                          + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :P]) / delta)
@@ -571,7 +586,10 @@ def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
             scale = rho0 / math.sqrt(rho0**2 * A[t + 1] ** 2 + b_row @ Cpsi[: t + 1, : t + 1] @ b_row / delta)
             A[t + 1] *= scale
             B[t + 1, : t + 1] *= scale
-    return ReplicaRun(A, B, C, Cpsi, R, train, (u, y, g, w), omega, snaps)
+    wg2 = omega * g * g  # eq. (9): the hard coordinate's linear response and the sample forcing
+    KM = np.einsum("n,nt,nts->ts", wg2, dPsi[:, :T], J[:, :T, :T])
+    KF = (wg2[:, None] * Psi[:, :T]).T @ Psi[:, :T]
+    return ReplicaRun(A, B, C, Cpsi, R, train, (u, y, g, w), omega, snaps, hard_kernel=KM, hard_source=KF)
 
 
 def _train_loss(u, y, omega, a, b, s0):
@@ -638,6 +656,8 @@ class ReplicaRun:
     snapshots: dict
     signal: np.ndarray | None = None
     test: np.ndarray | None = None
+    hard_kernel: np.ndarray | None = None   # ``pathwise``: K_M(t, r) = E[g^2 psi'(u^t) J(t, r)] (eq. (9))
+    hard_source: np.ndarray | None = None   # ``pathwise``: K_F(s, r) = E[g^2 psi^s psi^r]
 
 
 RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O(N T^2), no inverse)",
@@ -676,6 +696,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
         per = np.sum(rows[4][:, :, -split.hard.shape[0]:] ** 2, axis=2).mean(axis=2)   # (replicas, T+1)
         (ho, hoe), (hf, hfe) = mean_se_rows(per), mean_se_rows(per / np.maximum(rows[0], 1e-300))
         hard = dict(hard_overlap=ho, hard_overlap_err=hoe, hard_fraction=hf, hard_fraction_err=hfe)
+    if outs[0].hard_kernel is not None:
+        hard["hard_kernels"] = [(o.hard_kernel, o.hard_source) for o in outs]
     first = outs[0]
     chi = first.B / setup.eta if first.B is not None else None
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,

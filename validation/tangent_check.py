@@ -10,7 +10,14 @@ tangent V_t (d x m) of the GD map obeys
     dG_j = (1/n) sum_i [ -df_i a sigma'(u_ij + b) + r_i a sigma''(u_ij + b) x_i^T v_j ] x_i,
     df_i = (1/m) sum_k a sigma'(u_ik + b) x_i^T v_k,       r_i = y_i - f(x_i),
 
-so GD started at Theta_0 + h V_0 has hard components h P_H V_t + O(h^2).  Started from the
+so GD started at Theta_0 + h V_0 has hard components h P_H V_t + O(h^2).  The unrestricted run from the
+same Theta_0 differs from the restricted one by its initial hard component P_H Theta_0 and, at every
+step, by the hard component of the gradient that the restriction removes, F_t = P_H G(Theta_t) (a sum
+over samples of sign(z_i)-weighted terms, of order n^{-1/2} like P_H Theta_0).  To first order in both,
+
+    W_{t+1} = W_t + eta dG(Theta_t)[W_t] - eta lambda W_t + eta F_t,   W_0 = P_H Theta_0,         (2)
+
+and P_H W_t is the linear prediction of the unrestricted run's hard components (``forced``).  Started from the
 m tangents e_H (x) e_j, the m x m matrix P_H V_t gives the linearized log-growth
 Lambda(t) = log of its largest singular value (with the neuron mix that grows most); it
 includes the coupling of the hard direction to every bulk direction, which the
@@ -83,32 +90,44 @@ class TangentRun:
     frac: np.ndarray
     theta0: np.ndarray
     norm2_restricted: float
+    forced: np.ndarray = None    # (T+1, m): P_H W_t of eq. (2)
+    hard: np.ndarray = None      # (T+1, m): the unrestricted run's hard components
 
 
 def run(m: int, delta: float, seed: int, activation="gelu", link="phase_retrieval", *, d=D, eta=ETA, steps=STEPS,
-        rho0=1.0) -> TangentRun:
-    """The restricted run with its tangent and the unrestricted run from the same data and initialization
-    (module docstring); FloatingPointError when the unrestricted run diverges."""
-    fns, X, y, theta0 = draw(activation, link, delta, d, m, seed, rho0)
+        rho0=1.0, data=None) -> TangentRun:
+    """The restricted run with its tangents and the unrestricted run from the same data and initialization
+    (module docstring); ``data`` = (fns, X, y, theta0) replaces the draw.  FloatingPointError when the
+    unrestricted run diverges."""
+    fns, X, y, theta0 = data if data is not None else draw(activation, link, delta, d, m, seed, rho0)
+    d = X.shape[1]
     Th = theta0.copy()
     Th[0] = 0.0                                # restricted: no hard component (phase retrieval: k = 1, no easy one)
     Vs = np.zeros((d, m, m))                   # Vs[:, j, k]: neuron j of the tangent started at e_H (x) e_k
     Vs[0] = np.eye(m)
+    W = np.zeros((d, m, 1))                    # eq. (2): forced by the removed hard gradient
+    W[0, :, 0] = theta0[0]
     Tu = theta0.copy()                         # unrestricted, same data and initialization
-    lam, frac = [], []
+    lam, frac, forced, hard = [], [], [], []
     for t in range(steps + 1):
         lam.append(math.log(np.linalg.svd(Vs[0], compute_uv=False)[0]))
         frac.append(float(np.sum(Tu[0] ** 2) / np.sum(Tu**2)))
+        forced.append(W[0, :, 0].copy())
+        hard.append(Tu[0].copy())
         if t == steps:
             break
         Vs = Vs + eta * tangent(Th, Vs, X, y, fns)
-        Th = Th + eta * gradient(Th, X, y, fns)
+        G = gradient(Th, X, y, fns)
+        W = W + eta * tangent(Th, W, X, y, fns)
+        W[0, :, 0] += eta * G[0]
+        Th = Th + eta * G
         Th[0] = 0.0
         Tu = Tu + eta * gradient(Tu, X, y, fns)
         if not np.isfinite(Tu).all() or np.sum(Tu ** 2) > 1e12:
             raise FloatingPointError(f"unrestricted GD diverged at step {t + 1}")
     _, _, vt = np.linalg.svd(Vs[0])
-    return TangentRun(np.array(lam), vt[0], np.array(frac), theta0, float(np.sum(Th ** 2)))
+    return TangentRun(np.array(lam), vt[0], np.array(frac), theta0, float(np.sum(Th ** 2)), np.array(forced),
+                      np.array(hard))
 
 
 def outlier_growth(m: int, delta: float):
