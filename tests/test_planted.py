@@ -1,6 +1,8 @@
 """A planted hard overlap: the d = inf DMFT from an informed start (thresholds.dmft, eq. (7)) against GD
 started from the same overlap, and the refusals."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -49,3 +51,19 @@ def test_planted_overlap_refusals():
         solve_dmft(DMFTSetup("gelu", "noisy_linear", 5.0, 0.05, 5, paths=400, replicas=2, planted=0.1))
     with pytest.raises(Exception, match="finite"):
         solve_dmft(DMFTSetup("quad", "phase_retrieval", 5.0, 0.05, 5, paths=400, replicas=2, planted=float("nan")))
+
+
+def test_critical_overlap_brackets_the_escape():
+    """thresholds.planted: the bisection returns a bracket whose upper end escapes by the horizon and whose
+    lower end does not (the runs it made say so), narrower than the requested ratio; eq. (2) is 2 Phi_bar."""
+    from scipy.stats import norm
+    from thresholds.planted import QUARTILE, critical_overlap, success_probability
+    from thresholds.problem import Problem
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=40)
+    qc = critical_overlap(problem, 5.0, 40, low=0.02, high=0.5, ratio=1.3, paths=8000)
+    fracs = dict(qc.runs)
+    assert fracs[qc.high] > 0.5 >= fracs[qc.low]
+    assert qc.high / qc.low <= 1.3 and qc.low < qc.value < qc.high
+    assert all((f > 0.5) == (q >= qc.high) for q, f in qc.runs)  # monotone in q0 on the runs made
+    assert success_probability(0.05, 1.2, 400) == pytest.approx(2 * norm.sf(20 * 0.05 / 1.2))
+    assert success_probability(QUARTILE * 1.3 / math.sqrt(800), 1.3, 800) == pytest.approx(0.5)

@@ -18,8 +18,12 @@ A_0(t) = G(t, 0) xi its part from the initial overlap.  Per (d, delta) the summa
   median |A(t) - A_0(t)| / median |A_0(t)|;
 * how well |xi|, |A(t)| and max_{s <= t} |A(s)| rank the successes (AUC, 0.5: no information).
 
+and, with ``--law``, the d = inf law of A(t) (thresholds.forcing, pathwise DMFT) next to the trials:
+G(t, 0) against the median of A_0(t)/xi, and sqrt(V(t)) against the standard deviation of A(t).
+
 Run:  python -m validation.forcing_check -a quad --eta 0.05 --dims 200,400 --delta 4,5,6 --trials 40
-(resumable: one JSON line per trial in validation/reports/forcing/; ``--summary`` prints the table).
+(resumable: one JSON line per trial in validation/reports/forcing/; ``--summary`` prints the table,
+``--summary --law`` adds the d = inf comparison).
 """
 
 from __future__ import annotations
@@ -75,16 +79,44 @@ def summarize(rows) -> list[str]:
     return lines
 
 
+def law_table(rows, activation, link, eta, paths=160_000) -> list[str]:
+    """d = inf growth G(t, 0) and sqrt(V(t)) (pathwise DMFT, 4 replicas) against the trials at each d."""
+    from thresholds.dmft import DMFTSetup
+    from thresholds.forcing import amplitude_law
+    dims = sorted({r["d"] for r in rows})
+    lines = ["| delta | t | G(t,0), d = inf | " + " | ".join(f"median A_0/xi, d = {d}" for d in dims)
+             + " | sqrt V(t), d = inf | " + " | ".join(f"sd A(t), d = {d}" for d in dims) + " |",
+             "|---|---|---|" + "---|" * len(dims) + "---|" + "---|" * len(dims)]
+    steps = [s for s in STEPS if s > 0 and s <= 50]
+    for delta in sorted({r["delta"] for r in rows}):
+        law = amplitude_law(DMFTSetup(activation, link, delta, eta, max(steps), paths=paths, replicas=4,
+                                      response="pathwise"))
+        for t in steps:
+            med, sd = [], []
+            for d in dims:
+                rs = [r for r in rows if r["d"] == d and r["delta"] == delta]
+                med.append(float(np.median([r["A0"][str(t)] / r["xi"] for r in rs])))
+                sd.append(float(np.std([r["A"][str(t)] for r in rs])))
+            lines.append(f"| {delta:g} | {t} | {law.growth[t]:.2f} +- {law.growth_err[t]:.2f} | "
+                         + " | ".join(f"{v:.2f}" for v in med)
+                         + f" | {math.sqrt(law.variance[t]):.2f} +- {0.5 * law.variance_err[t] / math.sqrt(law.variance[t]):.2f} | "
+                         + " | ".join(f"{v:.2f}" for v in sd) + " |")
+    return lines
+
+
 def main(argv=None):
     ap = setup_arguments(argparse.ArgumentParser(), dims="200,400", delta="4,5,6")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--summary", action="store_true", help="Only print the summary table of the stored trials.")
+    ap.add_argument("--law", action="store_true", help="With --summary: the d = inf law next to the trials.")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     if args.summary:
         print("\n".join(summarize(rows)))
+        if args.law:
+            print("\n" + "\n".join(law_table(rows, args.activation, args.link, args.eta)))
         return
     done = {(r["d"], r["delta"], r["seed"]) for r in rows}
     for d in [int(v) for v in args.dims.split(",")]:
