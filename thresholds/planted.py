@@ -36,6 +36,7 @@ from scipy.special import ndtri
 from scipy.stats import norm
 
 from .dmft import DMFTSetup, solve_dmft
+from .errors import ThresholdsError
 from .forcing import amplitude_law
 from .problem import Problem
 
@@ -68,7 +69,8 @@ def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, path
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
                      paths=80_000, seed=0, progress=None) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
-    ``low``/``high`` are moved outward by factors of 2 (at most 3 times) when they do not bracket."""
+    ``low``/``high`` are moved outward by factors of 2 (at most 3 times, else ThresholdsError) when they do
+    not bracket."""
     runs = []
 
     def escapes(q):
@@ -78,14 +80,16 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
             progress(q, frac)
         return frac > 0.5
 
-    for _ in range(3):
-        if not escapes(low):
-            break
-        low /= 2
-    for _ in range(3):
-        if escapes(high):
-            break
-        high *= 2
+    moved = 0
+    while escapes(low):         # an escaping lower end becomes the upper end
+        low, high, moved = low / 2, low, moved + 1
+        if moved > 3:
+            raise ThresholdsError(f"the planted DMFT escapes by step {steps} from every overlap down to {high:g}")
+    grown = 0
+    while not moved and not escapes(high):  # a lower end that stays is below q_c; check the upper end
+        low, high, grown = high, 2 * high, grown + 1
+        if grown > 3:
+            raise ThresholdsError(f"the planted DMFT does not escape by step {steps} from overlaps up to {low:g}")
     while high / low > ratio:
         mid = math.sqrt(low * high)
         if escapes(mid):

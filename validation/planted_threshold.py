@@ -6,7 +6,8 @@ gives P(delta, d) at every d and eq. (3) the crossing.  One JSON line per delta 
 validation/reports/planted/ (the DMFT runs are cached on disk, so an interrupted run resumes).
 
 Run:  python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --delta 5,4,6 --low 0.05 --high 0.1
-      python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --summary --dims 200,400,800
+      python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --summary --dims 200,400,800 \
+          --gd validation/reports/planted/gd_T600/report.md
 """
 
 from __future__ import annotations
@@ -35,7 +36,18 @@ def predict(activation, link, eta, steps, delta, *, low, high, paths, spread_pat
             "s": s, "s_err": s_err, "spread_paths": spread_paths}
 
 
-def summarize(rows, dims) -> list[str]:
+def gd_rates(report: Path) -> dict:
+    """(d, delta) -> (successes, trials) from the success table of a ``thresholds validate`` report."""
+    import re
+    out = {}
+    for line in report.read_text().splitlines():
+        m = re.match(r"\| (\d+) \| ([\d.]+) \| (\d+) / (\d+) \|", line)
+        if m:
+            out[(int(m[1]), float(m[2]))] = (int(m[3]), int(m[4]))
+    return out
+
+
+def summarize(rows, dims, gd=None) -> list[str]:
     """P(delta, d) per delta and d with the range from the q_c bracket and s +- 1 s.e., and the crossing
     per d by linear interpolation of sqrt(d) q_c / s - QUARTILE in delta."""
     rows = sorted(rows, key=lambda r: r["delta"])
@@ -47,7 +59,11 @@ def summarize(rows, dims) -> list[str]:
         for d in dims:
             lo = success_probability(r["q_high"], r["s"] - r["s_err"], d)
             hi = success_probability(r["q_low"], r["s"] + r["s_err"], d)
-            cells.append(f"{success_probability(q, r['s'], d):.2f} [{lo:.2f}, {hi:.2f}]")
+            cell = f"{success_probability(q, r['s'], d):.2f} [{lo:.2f}, {hi:.2f}]"
+            if gd and (d, r["delta"]) in gd:
+                k, n = gd[(d, r["delta"])]
+                cell += f"; GD {k}/{n} = {k / n:.2f}"
+            cells.append(cell)
         lines.append(f"| {r['delta']:g} | [{r['q_low']:.4f}, {r['q_high']:.4f}] | {r['s']:.2f} +- {r['s_err']:.2f} | "
                      + " | ".join(cells) + " |")
     lines += ["", "| d | predicted crossing delta_1/2 |", "|---|---|"]
@@ -57,6 +73,31 @@ def summarize(rows, dims) -> list[str]:
         cross = [deltas[i] - f[i] * (deltas[i + 1] - deltas[i]) / (f[i + 1] - f[i])
                  for i in range(len(f) - 1) if f[i] > 0 >= f[i + 1]]
         lines.append(f"| {d} | " + (f"{cross[0]:.2f}" if cross else "outside the deltas computed") + " |")
+    return lines
+
+
+def conditional(rows, planted_rows, steps) -> list[str]:
+    """P(success by ``steps`` | xi) of GD from a planted overlap xi (validation.planted_check: first step with
+    hard fraction > 1/2 at or before ``steps``; those runs go on to the longer horizon T(d)) against eqs. (1)-(2) with
+    the initial part of the effective overlap fixed: sqrt(d) q_eff = xi + zeta, zeta ~ N(0, s^2 - 1)
+    (rho0 = 1), so P = Phi_bar((c - xi)/sigma) + Phi_bar((c + xi)/sigma), c = sqrt(d) q_c, sigma^2 = s^2 - 1."""
+    from scipy.stats import norm
+    by_delta = {r["delta"]: r for r in rows}
+    xis = sorted({r["xi"] for r in planted_rows})
+    lines = ["| d | delta | " + " | ".join(f"xi = {x:g}: GD / eq. (2)" for x in xis) + " |",
+             "|---|---|" + "---|" * len(xis)]
+    for d, delta in sorted({(r["d"], r["delta"]) for r in planted_rows}):
+        if delta not in by_delta:
+            continue
+        r = by_delta[delta]
+        c, sigma = math.sqrt(d) * math.sqrt(r["q_low"] * r["q_high"]), math.sqrt(max(r["s"] ** 2 - 1, 1e-12))
+        cells = []
+        for x in xis:
+            ks = [p["escape"] is not None and p["escape"] <= steps for p in planted_rows
+                  if p["d"] == d and p["delta"] == delta and p["xi"] == x]
+            pred = norm.sf((c - x) / sigma) + norm.sf((c + x) / sigma)
+            cells.append(f"{sum(ks)}/{len(ks)} / {pred:.2f}" if ks else "-")
+        lines.append(f"| {d} | {delta:g} | " + " | ".join(cells) + " |")
     return lines
 
 
@@ -74,13 +115,18 @@ def main(argv=None):
     ap.add_argument("--tstar", type=int, default=50)
     ap.add_argument("--dims", default="200,400,800")
     ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--gd", type=Path, help="With --summary: a `thresholds validate` report.md at the same horizon.")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"predicted_{args.activation}_{args.link}_eta{args.eta:g}_T{args.steps}.jsonl"
     rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     dims = [int(v) for v in args.dims.split(",")]
     if args.summary:
-        print("\n".join(summarize(rows, dims)))
+        print("\n".join(summarize(rows, dims, gd_rates(args.gd) if args.gd else None)))
+        planted = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
+        if planted.exists():
+            print("\n" + "\n".join(conditional(rows, [json.loads(x) for x in planted.read_text().splitlines()],
+                                                args.steps)))
         return
     done = {r["delta"] for r in rows}
     for delta in [float(v) for v in args.delta.split(",")]:
