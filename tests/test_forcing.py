@@ -39,16 +39,17 @@ SEEDS = 40
 
 @pytest.mark.parametrize("delta", [5.0])
 def test_amplitude_law_matches_finite_d_tangents(delta):
-    """quad / phase retrieval, eta 0.05, 25 steps.  d = inf law (pathwise DMFT, 4 x 6k paths) against 40
+    """quad / phase retrieval, eta 0.05, 25 steps.  d = inf law (pathwise DMFT, 4 x 40k paths) against 40
     finite-d runs at d = 400 of the forced tangent (validation.tangent_check, eq. (2)): the growth of the
     initial overlap G(25, 0) (finite d: exp(Lambda(25)), mean over runs) and the standard deviation of the
     forced part A - xi G (runs with the same data and zero initial hard overlap).  Tolerance: 3 standard
     errors of the 40-run estimates plus 15% for d = 400: the finite-d growth is below the d = inf one and
-    rises slowly with d (median exp(Lambda(25)) 3.9, 4.3, 4.6, 4.8 at d = 200, 800, 1600, 3200 against
-    5.5 +- 0.3 at d = inf, mean 4.5 +- 0.2 at d = 400); validation/reports/forcing has more steps and d."""
+    rises slowly with d (median exp(Lambda(25)) 3.9, 4.3, 4.6, 4.8 at d = 200, 800, 1600, 3200; mean 4.5 +- 0.2
+    at d = 400) against 4.53 +- 0.07 at d = inf.  Fewer paths bias the d = inf growth upward (5.5 +- 0.3
+    with 4 x 10k: G is a product of noisy kernels); validation/reports/forcing has more steps and d."""
     from validation.tangent_check import draw, run
     T, eta, d = 25, 0.05, 400
-    law = amplitude_law(DMFTSetup("quad", "phase_retrieval", delta, eta, T, paths=24000, replicas=4,
+    law = amplitude_law(DMFTSetup("quad", "phase_retrieval", delta, eta, T, paths=160000, replicas=4,
                                   response="pathwise"))
     growth, forced = [], []
     for seed in range(SEEDS):
