@@ -29,13 +29,13 @@ Run:  python -m validation.forcing_check -a quad --eta 0.05 --dims 200,400 --del
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
 from validation.early_growth_check import auc
+from validation import records
 from validation.finite_d_predict import setup_arguments
 from validation.tangent_check import run
 from validation.threshold import horizon
@@ -112,7 +112,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = records.read(path)
     if args.summary:
         print("\n".join(summarize(rows)))
         if args.law:
@@ -125,12 +125,8 @@ def main(argv=None):
                 seed = 7919 * d + 104729 * int(round(10 * delta)) + s   # the seeds of early_growth_check
                 if (d, delta, seed) in done:
                     continue
-                rec = forcing_trial(args.activation, args.link, delta, d, args.eta, seed)
-                if rec is not None:
-                    with open(path, "a") as fh:
-                        fh.write(json.dumps(rec) + "\n")
-            stored = [json.loads(line) for line in path.read_text().splitlines()]
-            print("\n".join(summarize([r for r in stored if r["d"] == d and r["delta"] == delta])[2:]), flush=True)
+                records.append(path, forcing_trial(args.activation, args.link, delta, d, args.eta, seed))
+            records.print_block(path, summarize, d, delta)
 
 
 if __name__ == "__main__":

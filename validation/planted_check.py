@@ -22,12 +22,12 @@ Run:  python -m validation.planted_check -a quad --eta 0.05 --dims 200,400,800 -
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
 import numpy as np
 
+from validation import records
 from validation.finite_d_predict import setup_arguments
 from validation.threshold import escape_time, horizon, trial
 
@@ -99,7 +99,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = records.read(path)
     if args.summary:
         print("\n".join(summarize(rows)))
         return
@@ -112,12 +112,8 @@ def main(argv=None):
                                .generate_state(1)[0])
                     if (d, delta, xi, seed) in done:
                         continue
-                    rec = planted_trial(args.activation, args.link, delta, d, args.eta, xi, seed)
-                    if rec is not None:
-                        with open(path, "a") as fh:
-                            fh.write(json.dumps(rec) + "\n")
-            stored = [json.loads(line) for line in path.read_text().splitlines()]
-            print("\n".join(summarize([r for r in stored if r["d"] == d and r["delta"] == delta])[2:]), flush=True)
+                    records.append(path, planted_trial(args.activation, args.link, delta, d, args.eta, xi, seed))
+            records.print_block(path, summarize, d, delta)
 
 
 if __name__ == "__main__":

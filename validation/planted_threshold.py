@@ -13,7 +13,6 @@ Run:  python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --de
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
@@ -21,6 +20,7 @@ import numpy as np
 
 from thresholds.planted import QUARTILE, critical_overlap, spread, success_probability
 from thresholds.problem import Problem
+from validation import records
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted"
 
@@ -125,14 +125,13 @@ def main(argv=None):
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"predicted_{args.activation}_{args.link}_eta{args.eta:g}_T{args.steps}.jsonl"
-    rows = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    rows = records.read(path)
     dims = [int(v) for v in args.dims.split(",")]
     if args.summary:
         print("\n".join(summarize(rows, dims, gd_rates(args.gd) if args.gd else None)))
         planted = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
         if planted.exists():
-            print("\n" + "\n".join(conditional(rows, [json.loads(x) for x in planted.read_text().splitlines()],
-                                                args.steps)))
+            print("\n" + "\n".join(conditional(rows, records.read(planted), args.steps)))
         return
     done = {r["delta"] for r in rows}
     for delta in [float(v) for v in args.delta.split(",")]:
@@ -140,8 +139,7 @@ def main(argv=None):
             continue
         rec = predict(args.activation, args.link, args.eta, args.steps, delta, low=args.low, high=args.high,
                       paths=args.paths, spread_paths=args.spread_paths, tstar=args.tstar)
-        with open(path, "a") as fh:
-            fh.write(json.dumps(rec) + "\n")
+        records.append(path, rec)
         print(f"delta {delta:g}: q_c in [{rec['q_low']:.4f}, {rec['q_high']:.4f}], s = {rec['s']:.2f} +- "
               f"{rec['s_err']:.2f}", flush=True)
 
