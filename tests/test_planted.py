@@ -67,3 +67,10 @@ def test_critical_overlap_brackets_the_escape():
     assert all((f > 0.5) == (q >= qc.high) for q, f in qc.runs)  # monotone in q0 on the runs made
     assert success_probability(0.05, 1.2, 400) == pytest.approx(2 * norm.sf(20 * 0.05 / 1.2))
     assert success_probability(QUARTILE * 1.3 / math.sqrt(800), 1.3, 800) == pytest.approx(0.5)
+
+
+def test_planted_runs_have_their_own_cache_keys():
+    plain = DMFTSetup("quad", "phase_retrieval", 5.0, 0.05, 5)
+    assert "planted" not in plain.cache_key()       # the keys of the versions before the planted start
+    planted = DMFTSetup("quad", "phase_retrieval", 5.0, 0.05, 5, planted=0.1, planted_step=2)
+    assert planted.cache_key()["planted"] == 0.1 and planted.cache_key()["planted_step"] == 2

@@ -29,7 +29,7 @@ def test_cache_keys_of_earlier_versions_are_kept(setup, nn, ev, val, dmft):
     assert cache.key_for("nn", result_key(setup)) == nn
     assert cache.key_for("nn-eval", evaluation_key(setup, 6.0, "none", True)) == ev
     assert cache.key_for("validation", validation_key(setup)) == val
-    assert cache.key_for("dmft", asdict(setup.dmft(6.0))) == dmft
+    assert cache.key_for("dmft", setup.dmft(6.0).cache_key()) == dmft
 
 
 def test_one_problem_record_reaches_every_layer():

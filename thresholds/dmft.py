@@ -160,6 +160,14 @@ class DMFTSetup:
     def problem(self) -> Problem:
         return Problem.of(self)
 
+    def cache_key(self) -> dict:
+        """Every field, except the planted start when there is none (the keys of runs without one are
+        those of the versions before it)."""
+        key = asdict(self)
+        if not self.planted:
+            del key["planted"], key["planted_step"]
+        return key
+
     def validate(self):
         if not (isinstance(self.delta, (int, float)) and math.isfinite(self.delta) and self.delta > 0):
             raise ThresholdsError(f"delta must be > 0, got {self.delta}")
@@ -671,11 +679,11 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     setup.validate()
     if cache:
         from . import cache as _cache
-        hit = _cache.load("dmft", asdict(setup), expect=DMFTResult)
+        hit = _cache.load("dmft", setup.cache_key(), expect=DMFTResult)
         if hit is not None:
             return hit
         result = solve_dmft(setup, progress=progress, cache=False)
-        _cache.store("dmft", asdict(setup), result)
+        _cache.store("dmft", setup.cache_key(), result)
         return result
     act = get_activation(setup.activation)
     link = get_link(setup.link)
