@@ -106,13 +106,10 @@ def law_table(rows, activation, link, eta, paths=160_000) -> list[str]:
 
 def main(argv=None):
     ap = setup_arguments(argparse.ArgumentParser(), dims="200,400", delta="4,5,6")
-    ap.add_argument("--trials", type=int, default=40)
-    ap.add_argument("--summary", action="store_true", help="Only print the summary table of the stored trials.")
+    records.trial_arguments(ap, 40)
     ap.add_argument("--law", action="store_true", help="With --summary: the d = inf law next to the trials.")
     args = ap.parse_args(argv)
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
-    rows = records.read(path)
+    path, rows = records.experiment(OUT, args)
     if args.summary:
         print("\n".join(summarize(rows)))
         if args.law:

@@ -94,12 +94,9 @@ def summarize(rows) -> list[str]:
 def main(argv=None):
     ap = setup_arguments(argparse.ArgumentParser(), dims="200,400,800", delta="4,5,6")
     ap.add_argument("--xi", default=XI, help="Planted overlaps xi = q_0 sqrt(d) / rho0 (comma list).")
-    ap.add_argument("--trials", type=int, default=16)
-    ap.add_argument("--summary", action="store_true", help="Only print the summary table of the stored trials.")
+    records.trial_arguments(ap, 16)
     args = ap.parse_args(argv)
-    OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
-    rows = records.read(path)
+    path, rows = records.experiment(OUT, args)
     if args.summary:
         print("\n".join(summarize(rows)))
         return
