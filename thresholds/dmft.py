@@ -465,7 +465,6 @@ def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
     Msig[t + 1] *= scale[None, :]
 
 
-
 def _whiten(P, psi, omega, Psit, Lpsi):
     """Gram-Schmidt of the m columns psi_k^t (J = P + k) against the whitened past, twice for
     orthogonality: fills row J of Lpsi (psi^t = sum_J Lpsi(t, J) psit^J) and, when the innovation is above
@@ -747,8 +746,8 @@ def _notes(setup, split, replicas, n, Ey, Ey2) -> list:
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error"]
     if setup.planted:
-        notes.append(f"planted start: M_H(0) = {setup.planted:g} on every hard direction and neuron; the hard "
-                     "directions are the last signal rows (eq. (7))")
+        notes.append(f"planted start: M_H = {setup.planted:g} at step {setup.planted_step} (0 before) on every hard "
+                     "direction and neuron; the hard directions are the last signal rows (eq. (7))")
     if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "
