@@ -649,6 +649,17 @@ def _parse_range(text: str) -> list:
                                  "numbers") from None
 
 
+def _parse_dims(text: str) -> list:
+    """--dims: comma-separated integers >= 2 (aborts with a one-line error otherwise)."""
+    try:
+        dims = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        abort(f"--dims {text!r}: give comma-separated integers", 2)
+    if not dims or min(dims) < 2:
+        abort("--dims needs dimensions >= 2", 2)
+    return dims
+
+
 def parse_scan(text: str):
     """``--scan name=start:stop:count`` -> (name, values) for a field of thresholds.nn.SCANNABLE."""
     import numpy as np
@@ -915,8 +926,18 @@ def _run_nn_many(setups, no_cache, workers, scheduler):
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
+@click.option("--dims", "dims", default=None, metavar="D1,D2,...",
+              help="Also predict the finite-d threshold at these d: the delta at which GD succeeds by step --steps "
+              "with probability 1/2 (planted DMFT + forcing law, thresholds.planted; m = 1; about 15-30 min "
+              "from an empty cache, every DMFT run cached; each extra d costs little when the computed "
+              "deltas bracket it).")
+@click.option("--finite-paths", default=80_000, show_default=True, type=click.IntRange(1000, 10**7),
+              help="With --dims: paths of each planted DMFT run (the spread uses twice as many).")
+@click.option("--finite-start", default=8.0, show_default=True, type=float,
+              help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5 from there).")
 @_executor_options("searches of --scan", "one search")
-def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, **kw):
+def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
+           **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
     negative outlier in the hard subspace (any width --m and number of hard directions;
     square loss).
@@ -930,6 +951,12 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
 
     setup = _nn_setup(activation, link, kw)
     setup.validate()
+    dim_list = _parse_dims(dims) if dims is not None else None
+    if dim_list and (scan_text or setup.m != 1 or setup.mean_field or setup.sphere):
+        abort("--dims (the finite-d prediction) covers one neuron (--m 1), plain GD (no --sphere) and no --scan", 2)
+    if dim_list and not max(setup.search_min, 0.25) < finite_start < setup.search_max:
+        abort(f"--finite-start {finite_start:g} must lie inside the search range "
+              f"({max(setup.search_min, 0.25):g}, {setup.search_max:g})", 2)
     if scan_text:
         from dataclasses import replace
         name, values = parse_scan(scan_text)
@@ -955,11 +982,16 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         print_table(table)
         return
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
+    finite = _finite_d_prediction(setup, dim_list, finite_paths, finite_start, quiet=as_json) if dim_list else None
     if plot_path:
         from thresholds.plots import t_curve_figure
         t_curve_figure(res, plot_path)
     if as_json:
-        emit_json(res.to_json())
+        out = res.to_json()
+        if finite is not None:
+            out["finite_d"] = [c.to_json() for c in finite.crossings]
+            out["finite_d_prediction"] = finite.to_json()
+        emit_json(out)
         return
     console.print(escape(_setup_line(setup)), style="dim")
     console.print(f"delta_NN  = {_interval(res.delta_nn, res.low, res.high, res.found, setup.search_max)}"
@@ -976,13 +1008,16 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     for step, cr in res.t_curve:
         table.add_row(str(step), f"{step * setup.eta:g}", _interval(cr.value, cr.low, cr.high, cr.found, evaluated))
     print_table(table)
-    fd = Table(title="finite d: smallest delta whose hard component grows by sqrt(d) during the first phase")
+    fd = Table(title="escape model: smallest delta whose hard component grows by sqrt(d) at the checkpoints' "
+               "Hessian outliers (not predictive of GD, README; see --dims)")
     fd.add_column("d")
-    fd.add_column("predicted threshold [interval]")
+    fd.add_column("escape-model threshold [interval]")
     for row in res.finite_d((200, 400, 1000, 2000, 4000, 10_000, 100_000)):
         fd.add_row(str(row["d"]), "> search range" if not row["found"]
                    else f"{row['value']:.4g}  [{row['low']:.4g}, {row['high']:.4g}]")
     print_table(fd)
+    if finite is not None:
+        _print_finite_d(finite)
     console.print("converged (|delta_NN(T) - delta_NN(T/2)| <= half-interval + rtol delta_NN): "
                   + ("yes" if res.converged else "no") + f"; first phase settled: {'yes' if res.settled else 'no'} "
                   f"(left bulk edge {res.left_edge:+.4f} +- {res.left_edge_err:.1g})")
@@ -990,6 +1025,32 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         console.print(f"[dim]{escape(note)}[/]")
     console.print(f"[dim]{res.seconds:.1f} s ({len(res.evaluations)} deltas evaluated)"
                   + (", from cache" if getattr(res, "from_cache", False) else "") + "[/]")
+
+
+def _finite_d_prediction(setup, dims, paths, start, quiet=False):
+    """thresholds.planted.predict for the problem of ``setup`` (its grid grown from ``start``), with a log
+    line per DMFT run."""
+    from thresholds.planted import predict
+    low = max(setup.search_min, 0.25)
+    with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
+        act.begin(f"planted DMFT runs ({paths} paths, {setup.steps} steps each) and spreads")
+        return predict(setup.problem, dims, start=start, search_min=low, search_max=setup.search_max, paths=paths,
+                       spread_paths=2 * paths, seed=setup.seed, log=act.line)
+
+
+def _print_finite_d(finite):
+    from rich.markup import escape
+    t = Table(title=f"finite d: delta at which GD succeeds by step {finite.problem.steps} with probability 1/2 "
+                    "(thresholds.planted)")
+    t.add_column("d")
+    t.add_column("delta_1/2(d) [range]")
+    for c in finite.crossings:
+        t.add_row(str(c.d), f"{c.value:.4g}  [{c.low:.4g}, {c.high:.4g}]" if c.found else f"not found ({c.note})")
+    print_table(t)
+    console.print(escape("computed deltas: " + ", ".join(
+        f"{p.delta:g} (q_c [{p.q_low:.3g}, {p.q_high:.3g}], s {p.s:.2f} +- {p.s_err:.2f})" for p in finite.points)),
+        style="dim")
+    console.print(f"[dim]{escape(finite.scope)} {finite.seconds:.0f} s.[/]")
 
 
 @main.command("table")
@@ -1077,12 +1138,9 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
 
     from validation.gd_law import escape_times
 
-    try:
-        dim_list = [int(v) for v in dims.split(",") if v.strip()]
-    except ValueError:
-        abort(f"--dims {dims!r}: give comma-separated integers", 2)
-    if not dim_list or min(dim_list) < 2 or delta <= 0:
-        abort("--dims needs dimensions >= 2 and --delta must be > 0", 2)
+    dim_list = _parse_dims(dims)
+    if delta <= 0:
+        abort("--delta must be > 0", 2)
     setup = _nn_setup(activation, link, kw)
     setup.validate()
     law = f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths} paths"
@@ -1154,12 +1212,7 @@ def validate_cmd(activation, link, dims, deltas, trials, eta, rho0, a_, b_, weig
                       m=width, eta=eta, rho0=rho0, weight_decay=weight_decay)
     problem.validate()
     check_measurable(problem, hessian=hessian)
-    try:
-        dim_list = [int(v) for v in dims.split(",") if v.strip()]
-    except ValueError:
-        abort(f"--dims {dims!r}: give comma-separated integers", 2)
-    if not dim_list or min(dim_list) < 2:
-        abort("--dims needs dimensions >= 2", 2)
+    dim_list = _parse_dims(dims)
     delta_list = _parse_range(deltas)
     if not delta_list or min(delta_list) <= 0:
         abort("--delta must be > 0", 2)

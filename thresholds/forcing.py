@@ -63,11 +63,12 @@ def variance(G: np.ndarray, KF: np.ndarray, eta: float, delta: float, rho0: floa
     return V
 
 
-def amplitude_law(setup: DMFTSetup) -> AmplitudeLaw:
-    """Eqs. (1)-(3) from the ``pathwise`` DMFT of ``setup`` (null case, m = 1)."""
+def amplitude_law(setup: DMFTSetup, *, cache: bool = False) -> AmplitudeLaw:
+    """Eqs. (1)-(3) from the ``pathwise`` DMFT of ``setup`` (null case, m = 1; ``cache``: its run is read from
+    / stored in the on-disk cache)."""
     if setup.m != 1 or setup.response != "pathwise":
         raise UnsupportedError("the amplitude law needs the pathwise DMFT at m = 1")
-    res = solve_dmft(setup)
+    res = solve_dmft(setup, cache=cache)
     if res.easy_basis:
         raise UnsupportedError("the amplitude law is derived for targets without easy directions")
     Gs, Vs = [], []

@@ -182,7 +182,7 @@ class NNResult:
                "clip_quantile": CLIP_QUANTILE,
                "t_curve": [{"step": s, "t": s * self.setup.eta, **c.to_json()} for s, c in self.t_curve],
                "converged": self.converged, "settled": self.settled,
-               "finite_d": self.finite_d(FINITE_D),
+               "escape_finite_d": self.finite_d(FINITE_D),
                "delta_nn_transient": {"step": self.transient_step, **self.transient.to_json()},
                "left_edge": self.left_edge, "left_edge_err": self.left_edge_err,
                "setup": asdict(self.setup), "notes": self.notes, "seconds": self.seconds,

@@ -15,6 +15,16 @@ from which the hard fraction of the planted DMFT exceeds 1/2 at step T.  So
 
 and the crossing delta_1/2(d) solves sqrt(d) q_c(delta, T) = Phi_bar^{-1}(1/4) s(delta).              (3)
 
+Eq. (3) is solved on a grid of deltas (:func:`predict`): at each delta the bisection gives q_c to a
+bracket and s comes with a standard error; f_d(delta) = sqrt(d) q_c / s - Phi_bar^{-1}(1/4) is
+interpolated linearly between neighbouring deltas, and the crossing is its first sign change from + to -.
+Its range takes the ends that move it most: (q_c low, s + s.e.) for the lower end, (q_c high,
+s - s.e.) for the upper.  The grid is grown outward by factors of ``expand`` until both range ends of every
+requested d are bracketed, then refined until the deltas bracketing the central value are within a factor
+1 + ``resolution``; the range ends are interpolated on that grid (error at most h^2/8 |f''/f'| on an
+interval of width h).  q_c
+decreases with delta, so a new delta between two computed ones starts its bisection from their q_c.
+
 d enters through sqrt(d) (and the horizon); the two d = inf inputs are computed, not fitted.
 Approximations, each stated where it is made:
 * the forcing after t* is dropped.  s^2(t) grows slowly once the growth of the overlap dominates (quad /
@@ -41,6 +51,9 @@ from .errors import ThresholdsError
 from .forcing import amplitude_law
 from .problem import Problem
 
+SCOPE = ("Validated against GD at a fixed horizon of 600 steps for quad / phase retrieval, eta 0.05, m = 1 "
+         "(d = 200, 400, 800: within 1 combined s.e.); for gelu / phase retrieval, eta 0.1 it is about 1 too "
+         "high (2-3.5 s.e.; validation/reports/planted).")
 QUARTILE = float(-ndtri(0.25))  # Phi_bar^{-1}(1/4) = 0.6745: P = 1/2 in eq. (2)
 
 
@@ -100,11 +113,12 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
     return CriticalOverlap(float(delta), int(steps), low, high, runs)
 
 
-def spread(problem: Problem, delta: float, *, tstar: int = 50, paths: int = 40_000, replicas: int = 4):
+def spread(problem: Problem, delta: float, *, tstar: int = 50, paths: int = 40_000, replicas: int = 4,
+           cache: bool = True):
     """s(delta) of eq. (1) at t*, with its standard error (delta method over the replicas of the
-    amplitude law)."""
+    amplitude law); the pathwise DMFT run is cached on disk unless ``cache`` is False."""
     law = amplitude_law(DMFTSetup.from_problem(replace(problem, steps=int(tstar)), delta, paths=paths,
-                                               replicas=replicas, response="pathwise"))
+                                               replicas=replicas, response="pathwise"), cache=cache)
     G, V = law.growth[tstar], law.variance[tstar]
     s = math.sqrt(V) / G
     err = s * math.hypot(0.5 * law.variance_err[tstar] / V, law.growth_err[tstar] / G)
@@ -114,3 +128,163 @@ def spread(problem: Problem, delta: float, *, tstar: int = 50, paths: int = 40_0
 def success_probability(q_c: float, s: float, d: int) -> float:
     """Eq. (2)."""
     return float(2 * norm.sf(math.sqrt(d) * q_c / s))
+
+
+@dataclass
+class DeltaPoint:
+    """One delta of the prediction: the q_c bracket (eq. (2)) and s with its standard error (eq. (1))."""
+
+    delta: float
+    q_low: float
+    q_high: float
+    s: float
+    s_err: float
+    runs: list = field(default_factory=list)   # [(q0, hard fraction at the horizon), ...]
+
+    @property
+    def q(self) -> float:
+        return math.sqrt(self.q_low * self.q_high)
+
+
+@dataclass
+class FiniteDCrossing:
+    """delta_1/2(d) of eq. (3) with its range; ``found`` False when no computed delta brackets it (then
+    ``value`` is nan and ``note`` says on which side of the computed deltas it lies)."""
+
+    d: int
+    value: float
+    low: float
+    high: float
+    found: bool
+    note: str = ""
+
+    def to_json(self) -> dict:
+        num = (lambda v: v if math.isfinite(v) else None)
+        return {"d": self.d, "value": num(self.value), "low": num(self.low), "high": num(self.high),
+                "found": self.found, "note": self.note}
+
+
+@dataclass
+class FiniteDPrediction:
+    """The finite-d success threshold of GD by step ``problem.steps`` (module docstring) for each d."""
+
+    problem: Problem
+    points: list            # DeltaPoint, by increasing delta
+    crossings: list         # FiniteDCrossing, by increasing d
+    paths: int
+    spread_paths: int
+    tstar: int
+    seconds: float = 0.0
+    scope: str = SCOPE
+
+    def to_json(self) -> dict:
+        return {"method": "planted DMFT + forcing law (thresholds.planted, eqs. (1)-(3))",
+                "horizon_steps": self.problem.steps, "paths": self.paths, "spread_paths": self.spread_paths,
+                "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds,
+                "crossings": [c.to_json() for c in self.crossings],
+                "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": p.q_high, "s": p.s, "s_err": p.s_err,
+                            "runs": [list(r) for r in p.runs]} for p in self.points]}
+
+
+def _first_root(deltas, f) -> float:
+    """The first + to - sign change of f (linear interpolation in delta), nan when there is none."""
+    for i in range(len(f) - 1):
+        if f[i] > 0 >= f[i + 1]:
+            return float(deltas[i] - f[i] * (deltas[i + 1] - deltas[i]) / (f[i + 1] - f[i]))
+    return math.nan
+
+
+def crossing(points, d: int) -> FiniteDCrossing:
+    """Eq. (3) at dimension d on the computed deltas (module docstring: interpolation and range)."""
+    pts = sorted(points, key=lambda p: p.delta)
+    deltas = [p.delta for p in pts]
+
+    def root(q_of, s_of):
+        return _first_root(deltas, [math.sqrt(d) * q_of(p) / s_of(p) - QUARTILE for p in pts])
+
+    mid = root(lambda p: p.q, lambda p: p.s)
+    low = root(lambda p: p.q_low, lambda p: p.s + p.s_err)
+    high = root(lambda p: p.q_high, lambda p: max(p.s - p.s_err, 1e-12))
+    if math.isfinite(mid):
+        return FiniteDCrossing(int(d), mid, low, high, True)
+    side = "below" if pts and math.sqrt(d) * pts[0].q / pts[0].s <= QUARTILE else "above"
+    return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False,
+                           f"{side} the computed deltas [{deltas[0]:g}, {deltas[-1]:g}]" if pts else "no delta computed")
+
+
+def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, resolution: float = 0.12,
+            search_min: float = 0.5, search_max: float = 64.0, paths: int = 80_000, spread_paths: int = 160_000,
+            tstar: int = 50, ratio: float = 1.25, seed: int = 0, log=None) -> FiniteDPrediction:
+    """delta_1/2(d) of eq. (3) for each d at the horizon ``problem.steps``, on a grid of deltas grown from
+    ``start`` (module docstring).  Every DMFT run is cached on disk, so an interrupted prediction resumes.
+    ``log(text)`` gets one line per DMFT run and per delta."""
+    import time
+
+    from .errors import UnsupportedError
+    if problem.m != 1 or problem.sphere:
+        raise UnsupportedError("the finite-d prediction is derived for one neuron (m = 1) and plain GD "
+                               "(the forcing law uses the pathwise DMFT; no --sphere)")
+    if not (0 < search_min < start < search_max and expand > 1 and resolution > 0):
+        raise ThresholdsError("need 0 < search_min < start < search_max, expand > 1 and resolution > 0")
+    dims = sorted({int(d) for d in dims})
+    if not dims or dims[0] < 1:
+        raise ThresholdsError("give at least one dimension d >= 1")
+    say = log or (lambda text: None)
+    tstar = min(int(tstar), int(problem.steps))  # the effective overlap is taken no later than the horizon
+    t0 = time.time()
+    points = {}
+
+    def point(delta):
+        delta = float(delta)
+        if delta in points:
+            return points[delta]
+        below = [p for p in points.values() if p.delta < delta]
+        above = [p for p in points.values() if p.delta > delta]
+        if below and above:   # q_c decreases with delta: the neighbours bracket it
+            low, high = max(above, key=lambda p: -p.delta).q_low, min(below, key=lambda p: -p.delta).q_high
+        elif points:
+            near = min(points.values(), key=lambda p: abs(math.log(p.delta / delta)))
+            low, high = near.q / 2, near.q * 2
+        else:
+            low, high = 0.01, 0.4
+        if not low < high:
+            low, high = min(low, high) / 1.5, max(low, high) * 1.5
+        s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths)
+        qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
+                              progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
+                                                        f"{f:.3f} at step {problem.steps}"))
+        points[delta] = DeltaPoint(delta, qc.low, qc.high, s, s_err, qc.runs)
+        say(f"delta {delta:g}: q_c in [{qc.low:.4g}, {qc.high:.4g}], s = {s:.3f} +- {s_err:.2g}")
+        return points[delta]
+
+    def f(p, d, q=None, s=None):
+        return math.sqrt(d) * (q or p.q) / (s or p.s) - QUARTILE
+
+    point(start)
+    # grow down until the lower range end of d_min is bracketed, up until the upper end of d_max is
+    while f(points[min(points)], dims[0], points[min(points)].q_low, points[min(points)].s + points[min(points)].s_err) <= 0:
+        lowest = min(points)
+        if lowest / expand < search_min:
+            break
+        point(lowest / expand)
+    while f(points[max(points)], dims[-1], points[max(points)].q_high, max(points[max(points)].s - points[max(points)].s_err, 1e-12)) > 0:
+        highest = max(points)
+        if highest * expand > search_max:
+            break
+        point(highest * expand)
+    while True:   # refine the bracket of every d
+        pts = sorted(points.values(), key=lambda p: p.delta)
+        todo = set()
+        for d in dims:
+            for a, b in zip(pts, pts[1:]):
+                if f(a, d) > 0 >= f(b, d):
+                    if b.delta / a.delta > 1 + resolution:
+                        todo.add(math.sqrt(a.delta * b.delta))
+                    break
+        if not todo:
+            break
+        for delta in sorted(todo):
+            point(round(delta, 4))
+    pts = sorted(points.values(), key=lambda p: p.delta)
+    return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
+                             seconds=time.time() - t0)

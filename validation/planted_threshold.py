@@ -16,9 +16,8 @@ import argparse
 import math
 from pathlib import Path
 
-import numpy as np
 
-from thresholds.planted import QUARTILE, critical_overlap, spread, success_probability
+from thresholds.planted import DeltaPoint, critical_overlap, crossing, spread, success_probability
 from thresholds.problem import Problem
 from validation import records
 
@@ -67,18 +66,10 @@ def summarize(rows, dims, gd=None) -> list[str]:
         lines.append(f"| {r['delta']:g} | [{r['q_low']:.4f}, {r['q_high']:.4f}] | {r['s']:.2f} +- {r['s_err']:.2f} | "
                      + " | ".join(cells) + " |")
     lines += ["", "| d | predicted crossing delta_1/2 | range (q_c bracket, s +- 1 s.e.) |", "|---|---|---|"]
-    deltas = np.array([r["delta"] for r in rows])
-
-    def crossing(d, q_of, s_of):
-        f = np.array([math.sqrt(d) * q_of(r) / s_of(r) - QUARTILE for r in rows])
-        cross = [deltas[i] - f[i] * (deltas[i + 1] - deltas[i]) / (f[i + 1] - f[i])
-                 for i in range(len(f) - 1) if f[i] > 0 >= f[i + 1]]
-        return cross[0] if cross else math.nan
+    points = [DeltaPoint(r["delta"], r["q_low"], r["q_high"], r["s"], r["s_err"]) for r in rows]
     for d in dims:
-        mid = crossing(d, lambda r: math.sqrt(r["q_low"] * r["q_high"]), lambda r: r["s"])
-        lo = crossing(d, lambda r: r["q_low"], lambda r: r["s"] + r["s_err"])
-        hi = crossing(d, lambda r: r["q_high"], lambda r: r["s"] - r["s_err"])
-        lines.append(f"| {d} | {mid:.2f} | [{lo:.2f}, {hi:.2f}] |")
+        c = crossing(points, d)
+        lines.append(f"| {d} | {c.value:.2f} | [{c.low:.2f}, {c.high:.2f}] |")
     return lines
 
 

@@ -53,7 +53,7 @@ def run():
 
 def _fd(row, d):
     """Predicted finite-d threshold (thresholds.nn.NNResult.finite_d) at dimension d."""
-    for x in row.get("finite_d", []):
+    for x in row.get("escape_finite_d", row.get("finite_d", [])):
         if x["d"] == d and isinstance(x.get("value"), float):
             return f"{x['value']:.3g}"
     return "-"
