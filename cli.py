@@ -650,14 +650,14 @@ def _parse_range(text: str) -> list:
 
 
 def _parse_dims(text: str) -> list:
-    """--dims: comma-separated integers >= 2 (aborts with a one-line error otherwise)."""
+    """--dims: comma-separated integers >= 2, sorted and without repeats (aborts with a one-line error otherwise)."""
     try:
         dims = [int(v) for v in text.split(",") if v.strip()]
     except ValueError:
         abort(f"--dims {text!r}: give comma-separated integers", 2)
     if not dims or min(dims) < 2:
         abort("--dims needs dimensions >= 2", 2)
-    return dims
+    return sorted(set(dims))
 
 
 def parse_scan(text: str):
@@ -1045,7 +1045,8 @@ def _print_finite_d(finite):
     t.add_column("d")
     t.add_column("delta_1/2(d) [range]")
     for c in finite.crossings:
-        t.add_row(str(c.d), f"{c.value:.4g}  [{c.low:.4g}, {c.high:.4g}]" if c.found else f"not found ({c.note})")
+        t.add_row(str(c.d), (f"{c.value:.4g}  [{c.low:.4g}, {c.high:.4g}]" + (f" ({c.note})" if c.note else ""))
+                  if c.found else f"not found ({c.note})")
     print_table(t)
     console.print(escape("computed deltas: " + ", ".join(
         f"{p.delta:g} (q_c [{p.q_low:.3g}, {p.q_high:.3g}], s {p.s:.2f} +- {p.s_err:.2f})" for p in finite.points)),
@@ -1059,10 +1060,18 @@ def _print_finite_d(finite):
 @click.option("--widths", default=None, help="Comma-separated widths m (one row each; overrides --m).")
 @_nn_setup_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a 'rows' list.")
+@click.option("--dims", "dims", default=None, metavar="D1,D2,...",
+              help="Add the finite-d prediction at these d (as `nn --dims`; rows with m = 1, one after the other) "
+              "and the crossing at d of a cached `validate` run at the same fixed horizon (--t0 steps*eta --c 0).")
+@click.option("--finite-paths", default=80_000, show_default=True, type=click.IntRange(1000, 10**7),
+              help="With --dims: paths of each planted DMFT run.")
+@click.option("--finite-start", default=8.0, show_default=True, type=float,
+              help="With --dims: the first delta of each prediction's grid.")
 @_executor_options("rows' searches", "one search")
-def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
+def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
-    simulated threshold when a validation of the same setup is cached."""
+    simulated threshold when a validation of the same setup is cached; with --dims, the
+    finite-d prediction next to the simulated crossing at each d."""
     from rich.markup import escape
 
     from thresholds.errors import ThresholdsError, UnsupportedError
@@ -1080,6 +1089,9 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
     if not link_list or not act_list:
         abort("--links and --activations need at least one name each", 2)
     setups = [_nn_setup(act, link, dict(kw, width=m)) for link in link_list for act in act_list for m in width_list]
+    dim_list = _parse_dims(dims) if dims is not None else None
+    if dim_list and not 0.25 < finite_start < kw["search_max"]:
+        abort(f"--finite-start {finite_start:g} must lie inside (0.25, {kw['search_max']:g})", 2)
     rows = []
     for setup, res in zip(setups, _run_nn_many(setups, kw["no_cache"], _executor(workers, scheduler), scheduler)):
         if isinstance(res, UnsupportedError):  # e.g. a link with no hard direction
@@ -1088,10 +1100,24 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
             raise res
         else:
             rows.append((setup, res, cached_validation(setup)))
+    finite = {}
+    if dim_list:
+        from thresholds.store import cached_validation as cached
+        for i, (st, r, _) in enumerate(rows):
+            if r is not None and st.m == 1 and not st.mean_field and not st.sphere:
+                pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, quiet=as_json)
+                sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
+                finite[i] = (pred, sim.get("crossings", {}))
     if as_json:
-        emit_json({"rows": [dict(r.to_json(), simulated=v) if r is not None else
+        def fd_json(i):
+            if i not in finite:
+                return {}
+            pred, sim = finite[i]
+            return {"finite_d": [dict(c.to_json(), simulated=sim.get(str(c.d))) for c in pred.crossings],
+                    "finite_d_prediction": pred.to_json()}
+        emit_json({"rows": [dict(r.to_json(), simulated=v, **fd_json(i)) if r is not None else
                             {"link": st.link, "activation": st.activation, "m": st.width, "unsupported": v}
-                            for st, r, v in rows]})
+                            for i, (st, r, v) in enumerate(rows)]})
         return
     first = next((st for st, r, _ in rows if r is not None), None)
     table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(first).split(", ", 2)[2]
@@ -1100,12 +1126,15 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
     for col in ("link", "activation", "m", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
                 "converged", "simulated"):
         table.add_column(col)
+    for d in dim_list or []:
+        table.add_column(f"d = {d}: predicted / simulated")
     unsupported = []
-    for setup, r, v in rows:
+    for i, (setup, r, v) in enumerate(rows):
         if r is None:
             from thresholds.alg import latent_split
             reason = f"n/a (r_H = {latent_split(setup.link).hard.shape[0]})"
-            table.add_row(setup.link, setup.activation, setup.width, "-", reason, "-", "-", "-", "-")
+            table.add_row(setup.link, setup.activation, setup.width, "-", reason, "-", "-", "-", "-",
+                          *["-"] * len(dim_list or []))
             unsupported.append(v)
             continue
         tr = r.transient
@@ -1114,12 +1143,29 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, **kw):
                       f"{r.ratio:.3g}" if r.found else "inf",
                       _interval(tr.value, tr.low, tr.high, tr.found, setup.search_max),
                       "yes" if r.converged else "no",
-                      "-" if v is None else (f"{v['value']:.3g} +- {v['error']:.2g} (d -> inf)"))
+                      "-" if v is None or v.get("value") is None else (f"{v['value']:.3g} +- {v['error']:.2g} (d -> inf)"),
+                      *_finite_cells(finite.get(i), dim_list or []))
     print_table(table, key_columns=3)
     console.print("[dim]simulated: extrapolated GD crossing from a cached `thresholds validate` run of the same "
                   "setup ('-' when none)[/]")
+    if dim_list:
+        console.print(f"[dim]d = D: the finite-d prediction (thresholds.planted, m = 1) at the horizon of {kw['steps']} "
+                      "steps / the crossing at d of a cached `validate --t0 steps*eta --c 0` run ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):
         console.print(f"[dim]n/a: {escape(note)}[/]")
+
+
+def _finite_cells(entry, dims):
+    """The table cells 'predicted [range] / simulated +- s.e.' of one row, '-' where there is nothing."""
+    if entry is None:
+        return ["-"] * len(dims)
+    pred, sim = entry
+    cells = []
+    for c in pred.crossings:
+        p = f"{c.value:.3g} [{c.low:.3g}, {c.high:.3g}]" if c.found else "none"
+        v = sim.get(str(c.d))
+        cells.append(p + " / " + (f"{v[0]:.3g} +- {v[1]:.2g}" if v else "-"))
+    return cells
 
 
 @main.command("grok")

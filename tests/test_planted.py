@@ -116,26 +116,6 @@ def test_finite_d_crossing_of_a_known_law(monkeypatch):
     assert not far.crossings[0].found and "above" in far.crossings[0].note
 
 
-def test_finite_d_prediction_end_to_end():
-    """The real pieces at a short horizon (quad / phase retrieval, eta 0.05, 40 steps; small path counts):
-    every crossing is bracketed by two computed deltas within the resolution, sits inside its range, and
-    rises with d (the root of a lower level of the interpolated sqrt(d) q_c / s comes later)."""
-    from thresholds.planted import QUARTILE, predict
-    from thresholds.problem import Problem
-
-    res = predict(Problem("quad", eta=0.05, steps=40), [40, 160], start=5.0, resolution=0.3, paths=4000,
-                  spread_paths=8000, tstar=20)
-    pts = res.points
-    assert all(p.q_low < p.q_high and p.s > 0 for p in pts)
-    for c in res.crossings:
-        assert c.found and c.low <= c.value <= c.high
-        a = max((p for p in pts if p.delta <= c.value), key=lambda p: p.delta)
-        b = min((p for p in pts if p.delta >= c.value), key=lambda p: p.delta)
-        assert math.sqrt(c.d) * a.q / a.s >= QUARTILE >= math.sqrt(c.d) * b.q / b.s
-        assert b.delta / a.delta <= 1.3 + 1e-9
-    assert res.crossings[0].value <= res.crossings[1].value
-
-
 def test_finite_d_prediction_refusals():
     from thresholds.errors import ThresholdsError
     from thresholds.planted import predict
@@ -148,26 +128,72 @@ def test_finite_d_prediction_refusals():
         predict(Problem("quad"), [400], start=100.0)
 
 
-def test_nn_dims_cli(tmp_path):
-    """`thresholds nn --dims`: the finite-d crossings in the JSON ("finite_d": d, value, low, high) next to
-    delta_NN, and one-line refusals where the prediction is not derived."""
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One cache for the CLI tests below: `table` finds the search and the DMFT runs of `nn`."""
+    return str(tmp_path_factory.mktemp("planted-cache"))
+
+
+CLI_BASE = ["-a", "quad", "--eta", "0.05", "-T", "30", "--law", "dmft", "--paths", "400", "--replicas", "2",
+            "--search-max", "6"]
+CLI_FINITE = ["--dims", "160,40", "--finite-paths", "2000", "--finite-start", "4"]
+
+
+def test_nn_dims_cli(shared_cache):
+    """`thresholds nn --dims` end to end (quad / phase retrieval, eta 0.05, a 30-step horizon, small path
+    counts): the JSON has "finite_d" (d, value, low, high) next to delta_NN; every crossing is bracketed by
+    two computed deltas within the resolution (1.12), sits inside its range and rises with d (the root of a
+    lower level of the interpolated sqrt(d) q_c / s comes later); one-line refusals where the prediction
+    is not derived."""
     import json
 
     from click.testing import CliRunner
 
     from cli import main
-    env = {"THRESHOLDS_CACHE": str(tmp_path)}
-    base = ["nn", "-a", "quad", "--eta", "0.05", "-T", "30", "--law", "dmft", "--paths", "400", "--replicas", "2",
-            "--search-max", "6"]
-    res = CliRunner().invoke(main, base + ["--dims", "60", "--finite-paths", "2000", "--finite-start", "4",
-                                           "--json"], env=env)
+    from thresholds.planted import QUARTILE
+    env = {"THRESHOLDS_CACHE": shared_cache}
+    res = CliRunner().invoke(main, ["nn"] + CLI_BASE + CLI_FINITE + ["--json"], env=env)
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
-    (row,) = out["finite_d"]
-    assert row["d"] == 60 and row["found"] and row["low"] <= row["value"] <= row["high"]
-    pred = out["finite_d_prediction"]
-    assert pred["horizon_steps"] == 30 and pred["tstar"] == 30 and len(pred["points"]) >= 2
     assert "delta_nn" in out and "escape_finite_d" in out
+    pred = out["finite_d_prediction"]
+    assert pred["horizon_steps"] == 30 and pred["tstar"] == 30
+    pts = [(p["delta"], math.sqrt(p["q_c_low"] * p["q_c_high"]) / p["s"]) for p in pred["points"]]
+    assert all(p["q_c_low"] < p["q_c_high"] and p["s"] > 0 for p in pred["points"])
+    assert [r["d"] for r in out["finite_d"]] == [40, 160]
+    for row in out["finite_d"]:
+        assert row["found"] and row["low"] <= row["value"]
+        # the grid stops at --search-max 6, so an upper end may lie beyond it, which the note must say
+        assert row["value"] <= row["high"] if row["high"] is not None else "upper end" in row["note"]
+        a = max((p for p in pts if p[0] <= row["value"]), key=lambda p: p[0])
+        b = min((p for p in pts if p[0] >= row["value"]), key=lambda p: p[0])
+        assert math.sqrt(row["d"]) * a[1] >= QUARTILE >= math.sqrt(row["d"]) * b[1]
+        assert b[0] / a[0] <= 1.12 + 1e-9
+    assert out["finite_d"][0]["value"] <= out["finite_d"][1]["value"]
     for extra, text in ((["--m", "2"], "one neuron"), (["--finite-start", "9"], "inside the search range")):
-        bad = CliRunner().invoke(main, base + ["--dims", "60"] + extra, env=env)
+        bad = CliRunner().invoke(main, ["nn"] + CLI_BASE + ["--dims", "60"] + extra, env=env)
         assert bad.exit_code == 2 and text in bad.output and "Traceback" not in bad.output, bad.output
+
+
+def test_table_dims_shows_prediction_and_fixed_horizon_simulation(shared_cache, monkeypatch):
+    """`table --dims`: the finite-d prediction per m = 1 row next to the crossing at that d of a cached
+    validation at the same fixed horizon; a validation under the default horizon rule is another entry."""
+    import json
+
+    from click.testing import CliRunner
+
+    from cli import main
+    from thresholds.nn import NNSetup
+    from thresholds.store import cached_validation, store_validation
+    monkeypatch.setenv("THRESHOLDS_CACHE", shared_cache)
+    args = ["table", "--activations", "quad"] + CLI_BASE[2:] + ["--workers", "0"] + CLI_FINITE
+    setup = NNSetup("quad", eta=0.05, steps=30)
+    store_validation(setup, None, None, "r.md", t0=30 * 0.05, c=0.0, crossings={40: (3.1, 0.2)})
+    assert cached_validation(setup) is None  # the default rule (t0 = 50, c = 10) has no entry
+    res = CliRunner().invoke(main, args + ["--json"])
+    assert res.exit_code == 0, res.output
+    (row,) = json.loads(res.stdout)["rows"]
+    assert [fd["d"] for fd in row["finite_d"]] == [40, 160]
+    assert row["finite_d"][0]["simulated"] == [3.1, 0.2] and row["finite_d"][1]["simulated"] is None
+    text = CliRunner().invoke(main, args)
+    assert text.exit_code == 0 and "3.1 +- 0.2" in text.output, text.output

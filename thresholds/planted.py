@@ -149,7 +149,8 @@ class DeltaPoint:
 @dataclass
 class FiniteDCrossing:
     """delta_1/2(d) of eq. (3) with its range; ``found`` False when no computed delta brackets it (then
-    ``value`` is nan and ``note`` says on which side of the computed deltas it lies)."""
+    ``value`` is nan and ``note`` says on which side of the computed deltas it lies).  A range end that the
+    computed deltas do not bracket (the grid stops at the search limits) is nan, and ``note`` says so."""
 
     d: int
     value: float
@@ -206,7 +207,9 @@ def crossing(points, d: int) -> FiniteDCrossing:
     low = root(lambda p: p.q_low, lambda p: p.s + p.s_err)
     high = root(lambda p: p.q_high, lambda p: max(p.s - p.s_err, 1e-12))
     if math.isfinite(mid):
-        return FiniteDCrossing(int(d), mid, low, high, True)
+        ends = [name for name, v in (("lower", low), ("upper", high)) if not math.isfinite(v)]
+        return FiniteDCrossing(int(d), mid, low, high, True,
+                               f"{' and '.join(ends)} end of the range beyond the computed deltas" if ends else "")
     side = "below" if pts and math.sqrt(d) * pts[0].q / pts[0].s <= QUARTILE else "above"
     return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False,
                            f"{side} the computed deltas [{deltas[0]:g}, {deltas[-1]:g}]" if pts else "no delta computed")

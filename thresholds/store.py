@@ -7,7 +7,8 @@ Three kinds of entries in the on-disk cache (thresholds.cache), each keyed by wh
 * ``nn-eval``: the indicators at one delta (thresholds.evaluation), keyed by the setup without its
   search settings, the delta and what was located;
 * ``validation``: the extrapolated crossing of a finite-d GD sweep (``thresholds validate``), keyed
-  by what a simulation shares with a delta_NN setup (``validation_key``: its horizon grows with d).
+  by what a simulation shares with a delta_NN setup and its horizon rule (``validation_key``: the horizon
+  grows with d; a fixed horizon, ``--c 0``, is a different rule and a different entry).
 
 Keys of results computed before a field existed stay valid: a field at the value that reproduces
 the old behaviour is left out of the key (``law_dtype`` = float64, ``mean_field`` = False).
@@ -15,6 +16,7 @@ the old behaviour is left out of the key (``law_dtype`` = float64, ``mean_field`
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict
 
 from . import cache
@@ -68,19 +70,32 @@ def store_delta_nn(setup: NNSetup, result: NNResult) -> None:
     cache.store("nn", result_key(setup), result)
 
 
-def validation_key(setup: NNSetup) -> dict:
-    """What a finite-d validation shares with a delta_NN setup (its horizon grows with d)."""
-    return setup.problem.simulation_key()
+DEFAULT_HORIZON = (50.0, 10.0)  # (t0, c) of ``thresholds validate``: T(d) = (t0 + c log d) / eta steps
 
 
-def store_validation(setup: NNSetup, value: float, error: float, report: str) -> None:
-    """Record an extrapolated finite-d GD crossing (``thresholds validate``) for ``table``."""
-    cache.store("validation", validation_key(setup), {"value": value, "error": error, "report": report})
+def validation_key(setup: NNSetup, t0: float = DEFAULT_HORIZON[0], c: float = DEFAULT_HORIZON[1]) -> dict:
+    """What a finite-d validation shares with a delta_NN setup (its horizon grows with d), and the horizon
+    rule when it is not the default one (the key of the default rule is that of the versions before it)."""
+    key = setup.problem.simulation_key()
+    if (float(t0), float(c)) != DEFAULT_HORIZON:
+        key["horizon"] = {"t0": float(t0), "c": float(c)}
+    return key
 
 
-def cached_validation(setup: NNSetup):
-    """The recorded finite-d crossing for this setup, or None (always for m = inf: nothing simulates it)."""
-    return None if setup.mean_field else cache.load("validation", validation_key(setup), expect=dict)
+def store_validation(setup: NNSetup, value: float, error: float, report: str, *, t0: float = DEFAULT_HORIZON[0],
+                     c: float = DEFAULT_HORIZON[1], crossings: dict = None) -> None:
+    """Record a finite-d GD sweep (``thresholds validate``) for ``table``: its extrapolated crossing and
+    the crossing per d, ``crossings`` = {d: (value, s.e.)}, under the horizon rule (t0, c)."""
+    cache.store("validation", validation_key(setup, t0, c),
+                {"value": value, "error": error, "report": report, "t0": float(t0), "c": float(c),
+                 "crossings": {str(d): [float(v), float(e)] for d, (v, e) in (crossings or {}).items()
+                               if v is not None and e is not None and math.isfinite(v) and math.isfinite(e)}})
+
+
+def cached_validation(setup: NNSetup, t0: float = DEFAULT_HORIZON[0], c: float = DEFAULT_HORIZON[1]):
+    """The recorded finite-d sweep for this setup and horizon rule, or None (always for m = inf: nothing
+    simulates it)."""
+    return None if setup.mean_field else cache.load("validation", validation_key(setup, t0, c), expect=dict)
 
 
 def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool) -> dict:

@@ -403,6 +403,7 @@ def validate(problem, dims, deltas, trials: int, report_dir, *, t0: float = 50.0
                   rho0=problem.rho0, weight_decay=problem.weight_decay, m=problem.m)
     same = NNSetup.from_problem(problem)
     path = write_report(result, report_dir, delta_alg=alg, delta_nn=cached_delta_nn(same, any_search=True))
-    if result.extrapolated[0] is not None and not result.interrupted:
-        store_validation(same, result.extrapolated[0], result.extrapolated[1], str(path))
+    if result.crossings and not result.interrupted:
+        store_validation(same, result.extrapolated[0], result.extrapolated[1], str(path), t0=t0, c=c,
+                         crossings=result.crossings)
     return Validation(problem, result, path, alg)
