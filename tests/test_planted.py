@@ -197,3 +197,27 @@ def test_table_dims_shows_prediction_and_fixed_horizon_simulation(shared_cache, 
     assert row["finite_d"][0]["simulated"] == [3.1, 0.2] and row["finite_d"][1]["simulated"] is None
     text = CliRunner().invoke(main, args)
     assert text.exit_code == 0 and "3.1 +- 0.2" in text.output, text.output
+
+
+def test_one_sided_critical_overlap_enters_the_grid(monkeypatch):
+    """A delta where the planted DMFT escapes from every overlap tried (q_c only bounded above) enters with
+    its bound, the bracket ending on it is refined to a third of the resolution, and the crossing stays
+    that of the closed form where the bracketing deltas have a two-sided q_c (as in the test above)."""
+    from thresholds import planted
+    from thresholds.problem import Problem
+
+    def fake_qc(problem, delta, steps, **kw):
+        if delta >= 7.0:
+            assert kw.get("bounded")
+            return planted.CriticalOverlap(delta, steps, 0.0, 0.01 / 16, [])
+        q = 0.4 * math.exp(-delta / 2)
+        return planted.CriticalOverlap(delta, steps, q / 1.1, q * 1.1, [])
+
+    monkeypatch.setattr(planted, "critical_overlap", fake_qc)
+    monkeypatch.setattr(planted, "spread", lambda problem, delta, **kw: (1.3, 0.05))
+    res = planted.predict(Problem("quad", eta=0.05, steps=100), [400, 1600], start=8.0, resolution=0.05)
+    assert res.points[-1].bounded and res.points[-1].q == 0.01 / 16
+    Q = planted.QUARTILE
+    for c in res.crossings:
+        assert c.found and c.value == pytest.approx(2 * math.log(0.4 * math.sqrt(c.d) / (1.3 * Q)), abs=0.02)
+    assert res.to_json()["points"][-1]["q_c_low"] == 0.0

@@ -22,7 +22,13 @@ Its range takes the ends that move it most: (q_c low, s + s.e.) for the lower en
 s - s.e.) for the upper.  The grid is grown outward by factors of ``expand`` until both range ends of every
 requested d are bracketed, then refined until the deltas bracketing the central value are within a factor
 1 + ``resolution``; the range ends are interpolated on that grid (error at most h^2/8 |f''/f'| on an
-interval of width h).  q_c
+interval of width h).  Where the planted DMFT escapes from every overlap tried (q_c below 0.01 / 2^4, or
+below the DMFT's own Monte Carlo forcing) or from none (q_c above 0.4 * 2^4), q_c is only bounded; such a
+delta enters with its bound (and 0 or inf for the other range end), and a bracket that ends on one is
+refined to a third of the resolution.  The lower end is not moved below the DMFT's own forcing: the
+Monte Carlo error of E[g_H psi] over N paths kicks the hard overlap like the sample forcing of a data set
+of n = N samples, an effective initial overlap of s sqrt(delta / N) (0.010-0.016 at N = 80k for the
+deltas of validation/reports/planted), and a q_c below it is not resolved.  q_c
 decreases with delta, so a new delta between two computed ones starts its bisection from their q_c.
 
 d enters through sqrt(d) (and the horizon); the two d = inf inputs are computed, not fitted.
@@ -81,10 +87,12 @@ def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, path
 
 
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
-                     paths=80_000, seed=0, progress=None) -> CriticalOverlap:
+                     paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
-    ``low``/``high`` are moved outward by factors of 2 (at most 3 times, else ThresholdsError) when they do
-    not bracket."""
+    ``low``/``high`` are moved outward by factors of 2 (at most ``moves`` times) when they do not bracket.
+    Past that, ThresholdsError, or with ``bounded`` a one-sided result: [0, q] when the planted DMFT escapes
+    from every overlap tried (q_c is below the smallest, or below the DMFT's own Monte Carlo forcing,
+    which acts like the sample forcing at d = paths / delta), [q, inf] when it escapes from none."""
     runs = []
 
     def escapes(q):
@@ -97,12 +105,16 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
     moved = 0
     while escapes(low):         # an escaping lower end becomes the upper end
         low, high, moved = low / 2, low, moved + 1
-        if moved > 3:
+        if moved > moves:
+            if bounded:
+                return CriticalOverlap(float(delta), int(steps), 0.0, high, runs)
             raise ThresholdsError(f"the planted DMFT escapes by step {steps} from every overlap down to {high:g}")
     grown = 0
     while not moved and not escapes(high):  # a lower end that stays is below q_c; check the upper end
         low, high, grown = high, 2 * high, grown + 1
-        if grown > 3:
+        if grown > moves:
+            if bounded:
+                return CriticalOverlap(float(delta), int(steps), low, math.inf, runs)
             raise ThresholdsError(f"the planted DMFT does not escape by step {steps} from overlaps up to {low:g}")
     while high / low > ratio:
         mid = math.sqrt(low * high)
@@ -143,7 +155,15 @@ class DeltaPoint:
 
     @property
     def q(self) -> float:
+        """The central q_c: the geometric mean of the bracket, or its finite end when q_c is only bounded."""
+        if self.bounded:
+            return self.q_high if self.q_low == 0 else self.q_low
         return math.sqrt(self.q_low * self.q_high)
+
+    @property
+    def bounded(self) -> bool:
+        """q_c only bounded on one side: [0, q] (escape from every overlap tried) or [q, inf] (from none)."""
+        return self.q_low == 0 or not math.isfinite(self.q_high)
 
 
 @dataclass
@@ -183,14 +203,16 @@ class FiniteDPrediction:
                 "horizon_steps": self.problem.steps, "paths": self.paths, "spread_paths": self.spread_paths,
                 "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds,
                 "crossings": [c.to_json() for c in self.crossings],
-                "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": p.q_high, "s": p.s, "s_err": p.s_err,
-                            "runs": [list(r) for r in p.runs]} for p in self.points]}
+                "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": p.q_high if math.isfinite(p.q_high) else None,
+                            "s": p.s, "s_err": p.s_err, "runs": [list(r) for r in p.runs]} for p in self.points]}
 
 
 def _first_root(deltas, f) -> float:
     """The first + to - sign change of f (linear interpolation in delta), nan when there is none."""
     for i in range(len(f) - 1):
         if f[i] > 0 >= f[i + 1]:
+            if not math.isfinite(f[i]):  # q_c only bounded below there: the root tends to the upper delta
+                return float(deltas[i + 1])
             return float(deltas[i] - f[i] * (deltas[i + 1] - deltas[i]) / (f[i + 1] - f[i]))
     return math.nan
 
@@ -253,15 +275,17 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         if not low < high:
             low, high = min(low, high) / 1.5, max(low, high) * 1.5
         s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths)
+        noise = s * math.sqrt(delta / paths)  # the DMFT's own forcing as an effective overlap (d = paths / delta)
+        moves = min(4, max(0, int(math.floor(math.log2(low / noise))))) if low > noise else 0
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
-                                                        f"{f:.3f} at step {problem.steps}"))
+                                                        f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True)
         points[delta] = DeltaPoint(delta, qc.low, qc.high, s, s_err, qc.runs)
         say(f"delta {delta:g}: q_c in [{qc.low:.4g}, {qc.high:.4g}], s = {s:.3f} +- {s_err:.2g}")
         return points[delta]
 
     def f(p, d, q=None, s=None):
-        return math.sqrt(d) * (q or p.q) / (s or p.s) - QUARTILE
+        return math.sqrt(d) * (p.q if q is None else q) / (p.s if s is None else s) - QUARTILE
 
     point(start)
     # grow down until the lower range end of d_min is bracketed, up until the upper end of d_max is
@@ -280,8 +304,8 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         todo = set()
         for d in dims:
             for a, b in zip(pts, pts[1:]):
-                if f(a, d) > 0 >= f(b, d):
-                    if b.delta / a.delta > 1 + resolution:
+                if f(a, d) > 0 >= f(b, d):  # a one-sided q_c at an end: refine three times finer
+                    if b.delta / a.delta > 1 + resolution / (3 if a.bounded or b.bounded else 1):
                         todo.add(math.sqrt(a.delta * b.delta))
                     break
         if not todo:
