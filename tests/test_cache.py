@@ -122,3 +122,12 @@ def test_the_suite_never_uses_the_users_cache(_private_home):
     from pathlib import Path
     assert Path(os.environ["HOME"]) == _private_home == Path.home()
     assert cache.cache_dir().is_relative_to(_private_home)
+
+
+def test_empty_cache_block_restores_the_location(monkeypatch, tmp_path):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    with cache.empty() as fresh:
+        assert cache.cache_dir() == fresh and fresh != tmp_path and not list(fresh.iterdir())
+        cache.store("nn", {"s": 9}, {"x": 1})
+        assert cache.load("nn", {"s": 9}) == {"x": 1}
+    assert cache.cache_dir() == tmp_path and not fresh.exists() and cache.load("nn", {"s": 9}) is None

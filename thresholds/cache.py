@@ -20,6 +20,7 @@ refused and the file is a miss), stored again as JSON and removed.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import hashlib
 import importlib
@@ -46,6 +47,23 @@ _NUMERIC_KINDS = "biufc"
 
 def cache_dir() -> Path:
     return Path(os.environ.get("THRESHOLDS_CACHE", Path.home() / ".cache" / "thresholds"))
+
+
+@contextlib.contextmanager
+def empty():
+    """A fresh, empty cache for the duration of the block (benchmarks from an empty cache); the previous
+    ``$THRESHOLDS_CACHE`` is restored after it."""
+    import tempfile
+    old = os.environ.get("THRESHOLDS_CACHE")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["THRESHOLDS_CACHE"] = tmp
+        try:
+            yield Path(tmp)
+        finally:
+            if old is None:
+                os.environ.pop("THRESHOLDS_CACHE")
+            else:
+                os.environ["THRESHOLDS_CACHE"] = old
 
 
 def key_for(kind: str, setup: dict) -> str:

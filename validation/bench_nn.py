@@ -15,12 +15,11 @@ Select one with -k, e.g. -k dmft.  The "bracket" column is the final search brac
 Run:  python -m pytest validation/bench_nn.py --benchmark-only -p no:cacheprovider -s
 """
 
-import os
-import tempfile
 import time
 
 import pytest
 
+from thresholds import cache
 from thresholds.nn import NNSetup
 from validation.gd_law import delta_nn
 
@@ -32,21 +31,13 @@ SETUPS = {"quad / 3 tanh(z^2), dmft law": NNSetup("quad", "3*tanh(z**2)", eta=1e
 
 
 def _cold_and_warm(setup):
-    old = os.environ.get("THRESHOLDS_CACHE")
-    with tempfile.TemporaryDirectory() as tmp:
-        os.environ["THRESHOLDS_CACHE"] = tmp
-        try:
-            t0 = time.time()
-            res = delta_nn(setup)
-            cold = time.time() - t0
-            t0 = time.time()
-            delta_nn(setup)
-            warm = time.time() - t0
-        finally:
-            if old is None:
-                os.environ.pop("THRESHOLDS_CACHE")
-            else:
-                os.environ["THRESHOLDS_CACHE"] = old
+    with cache.empty():
+        t0 = time.time()
+        res = delta_nn(setup)
+        cold = time.time() - t0
+        t0 = time.time()
+        delta_nn(setup)
+        warm = time.time() - t0
     return res, cold, warm
 
 
