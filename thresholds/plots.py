@@ -145,3 +145,25 @@ def grok_figure(out, path):
     ax.set_ylabel("loss")
     ax.set_title(f"delta = {out['delta']:g}: predicted escape steps (dotted)", fontsize=9)
     _legend_and_save(plt, fig, ax, path)
+
+
+def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None):
+    """Crossing delta_1/2 against d: ``predicted`` = [(d, value, low, high)] as a line with a band,
+    ``simulated`` = [(d, value, s.e.)] with error bars, ``delta_nn`` (the d = inf threshold) as a
+    horizontal line when given."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    if predicted:
+        d, v, lo, hi = (np.array(c, dtype=float) for c in zip(*predicted))
+        ax.plot(d, v, "o-", color="tab:blue", label="predicted (thresholds.planted)")
+        ax.fill_between(d, lo, hi, color="tab:blue", alpha=0.2, label="predicted range")
+    if simulated:
+        d, v, e = (np.array(c, dtype=float) for c in zip(*simulated))
+        ax.errorbar(d, v, yerr=e, fmt="s", color="tab:red", capsize=3, label="GD crossing +- s.e.")
+    if delta_nn is not None:
+        ax.axhline(delta_nn, color="tab:gray", ls="--", label=f"delta_NN (d = inf) = {delta_nn:.3g}")
+    ax.set_xscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
+    ax.set_title(title, fontsize=9)
+    _legend_and_save(plt, fig, ax, path)

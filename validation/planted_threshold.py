@@ -7,7 +7,7 @@ validation/reports/planted/ (the DMFT runs are cached on disk, so an interrupted
 
 Run:  python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --delta 5,4,6 --low 0.05 --high 0.1
       python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --summary --dims 200,400,800 \
-          --gd validation/reports/planted/gd_T600/report.md
+          --gd validation/reports/planted/gd_T600/report.md [--plot crossing.png]
 """
 
 from __future__ import annotations
@@ -43,6 +43,17 @@ def gd_rates(report: Path) -> dict:
         m = re.match(r"\| (\d+) \| ([\d.]+) \| (\d+) / (\d+) \|", line)
         if m:
             out[(int(m[1]), float(m[2]))] = (int(m[3]), int(m[4]))
+    return out
+
+
+def gd_crossings(report: Path) -> dict:
+    """d -> (crossing, s.e.) from the crossing table of a ``thresholds validate`` report."""
+    import re
+    out = {}
+    for line in report.read_text().splitlines():
+        m = re.match(r"\| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", line.strip())
+        if m:
+            out[int(m[1])] = (float(m[2]), float(m[3]))
     return out
 
 
@@ -112,14 +123,23 @@ def main(argv=None):
     ap.add_argument("--tstar", type=int, default=50)
     ap.add_argument("--dims", default="200,400,800")
     ap.add_argument("--summary", action="store_true")
-    ap.add_argument("--gd", type=Path, help="With --summary: a `thresholds validate` report.md at the same horizon.")
+    ap.add_argument("--gd", type=Path, nargs="+", help="With --summary: `thresholds validate` report.md files at the same horizon.")
+    ap.add_argument("--plot", type=Path, help="With --summary: the crossing against d as a PNG.")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"predicted_{args.activation}_{args.link}_eta{args.eta:g}_T{args.steps}.jsonl"
     rows = records.read(path)
     dims = [int(v) for v in args.dims.split(",")]
     if args.summary:
-        print("\n".join(summarize(rows, dims, gd_rates(args.gd) if args.gd else None)))
+        rates = {k: v for report in args.gd or [] for k, v in gd_rates(report).items()}
+        print("\n".join(summarize(rows, dims, rates or None)))
+        if args.plot:
+            from thresholds.plots import finite_d_figure
+            points = [DeltaPoint(r["delta"], r["q_low"], r["q_high"], r["s"], r["s_err"]) for r in rows]
+            pred = [(c.d, c.value, c.low, c.high) for c in (crossing(points, d) for d in dims) if c.found]
+            sim = sorted((d, v, e) for report in args.gd or [] for d, (v, e) in gd_crossings(report).items())
+            finite_d_figure(args.plot, pred, sim, title=f"{args.activation} / {args.link}, eta {args.eta:g}, m = 1, "
+                            f"horizon {args.steps} steps")
         planted = OUT / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
         if planted.exists():
             print("\n" + "\n".join(conditional(rows, records.read(planted), args.steps)))
