@@ -27,8 +27,9 @@ below the DMFT's own Monte Carlo forcing) or from none (q_c above 0.4 * 2^4), q_
 delta enters with its bound (and 0 or inf for the other range end), and a bracket that ends on one is
 refined to a third of the resolution.  The lower end is not moved below the DMFT's own forcing: the
 Monte Carlo error of E[g_H psi] over N paths kicks the hard overlap like the sample forcing of a data set
-of n = N samples, an effective initial overlap of s sqrt(delta / N) (0.010-0.016 at N = 80k for the
-deltas of validation/reports/planted), and a q_c below it is not resolved.  q_c
+of n = N samples, an effective initial overlap of sqrt((s^2 - rho0^2) delta / N) (the forced part of s
+only; 0.007-0.011 at N = 80k for the deltas of validation/reports/planted), and a q_c below it is not
+resolved.  q_c
 decreases with delta, so a new delta between two computed ones starts its bisection from their q_c.
 
 d enters through sqrt(d) (and the horizon); the two d = inf inputs are computed, not fitted.
@@ -275,8 +276,9 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         if not low < high:
             low, high = min(low, high) / 1.5, max(low, high) * 1.5
         s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths)
-        noise = s * math.sqrt(delta / paths)  # the DMFT's own forcing as an effective overlap (d = paths / delta)
-        moves = min(4, max(0, int(math.floor(math.log2(low / noise))))) if low > noise else 0
+        # the DMFT's own forcing as an effective overlap: the forced part of s at d = paths / delta
+        noise = math.sqrt(max(s * s - problem.rho0**2, 0.0) * delta / paths)
+        moves = min(4, max(0, int(math.floor(math.log2(low / noise))))) if low > noise > 0 else (4 if noise == 0 else 0)
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
                                                         f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True)
