@@ -916,6 +916,38 @@ def _run_nn_many(setups, no_cache, workers, scheduler):
                              on_result=finished)
 
 
+FINITE_LOW = 0.25  # the smallest delta of a finite-d prediction's grid
+
+
+def _finite_d_options(dims_help: str):
+    """--dims / --finite-paths / --finite-start of the finite-d prediction (nn, table)."""
+    def decorate(func):
+        opts = [
+            click.option("--dims", "dims", default=None, metavar="D1,D2,...",
+                         help=dims_help + " Slow: tens of minutes from an empty cache (validation/bench_planted.py); "
+                         "every DMFT run is cached, so an interrupted command resumes, and a further d costs little "
+                         "when the computed deltas bracket it."),
+            click.option("--finite-paths", default=80_000, show_default=True, type=click.IntRange(1000, 10**7),
+                         help="With --dims: paths of each planted DMFT run (the spread uses twice as many)."),
+            click.option("--finite-start", default=8.0, show_default=True, type=float,
+                         help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5)."),
+        ]
+        for opt in reversed(opts):
+            func = opt(func)
+        return func
+    return decorate
+
+
+def _finite_dims(dims, start, search_max):
+    """The parsed --dims (None without it); aborts when --finite-start lies outside the search range."""
+    if dims is None:
+        return None
+    dim_list = _parse_dims(dims)
+    if not FINITE_LOW < start < search_max:
+        abort(f"--finite-start {start:g} must lie inside the search range ({FINITE_LOW:g}, {search_max:g})", 2)
+    return dim_list
+
+
 @main.command("nn")
 @click.option("--activation", "-a", "activation", required=True, help="Activation (C^2): name or expression.")
 @click.option("--link", "-l", default="phase_retrieval", show_default=True,
@@ -926,15 +958,8 @@ def _run_nn_many(setups, no_cache, workers, scheduler):
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file,
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
-@click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-              help="Also predict the finite-d threshold at these d: the delta at which GD succeeds by step --steps "
-              "with probability 1/2 (planted DMFT + forcing law, thresholds.planted; m = 1; about 15-30 min "
-              "from an empty cache, every DMFT run cached; each extra d costs little when the computed "
-              "deltas bracket it).")
-@click.option("--finite-paths", default=80_000, show_default=True, type=click.IntRange(1000, 10**7),
-              help="With --dims: paths of each planted DMFT run (the spread uses twice as many).")
-@click.option("--finite-start", default=8.0, show_default=True, type=float,
-              help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5 from there).")
+@_finite_d_options("Also predict the finite-d threshold at these d: the delta at which GD succeeds by step "
+                   "--steps with probability 1/2 (planted DMFT + forcing law, thresholds.planted; m = 1).")
 @_executor_options("searches of --scan", "one search")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
            **kw):
@@ -951,12 +976,9 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
 
     setup = _nn_setup(activation, link, kw)
     setup.validate()
-    dim_list = _parse_dims(dims) if dims is not None else None
+    dim_list = _finite_dims(dims, finite_start, setup.search_max)
     if dim_list and (scan_text or setup.m != 1 or setup.mean_field or setup.sphere):
         abort("--dims (the finite-d prediction) covers one neuron (--m 1), plain GD (no --sphere) and no --scan", 2)
-    if dim_list and not max(setup.search_min, 0.25) < finite_start < setup.search_max:
-        abort(f"--finite-start {finite_start:g} must lie inside the search range "
-              f"({max(setup.search_min, 0.25):g}, {setup.search_max:g})", 2)
     if scan_text:
         from dataclasses import replace
         name, values = parse_scan(scan_text)
@@ -982,7 +1004,8 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         print_table(table)
         return
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
-    finite = _finite_d_prediction(setup, dim_list, finite_paths, finite_start, quiet=as_json) if dim_list else None
+    finite = (_finite_d_prediction(setup, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json)
+              if dim_list else None)
     if plot_path:
         from thresholds.plots import t_curve_figure
         t_curve_figure(res, plot_path)
@@ -1027,15 +1050,15 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
                   + (", from cache" if getattr(res, "from_cache", False) else "") + "[/]")
 
 
-def _finite_d_prediction(setup, dims, paths, start, quiet=False):
+def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False):
     """thresholds.planted.predict for the problem of ``setup`` (its grid grown from ``start``), with a log
     line per DMFT run."""
     from thresholds.planted import predict
-    low = max(setup.search_min, 0.25)
     with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
         act.begin(f"planted DMFT runs ({paths} paths, {setup.steps} steps each) and spreads")
-        return predict(setup.problem, dims, start=start, search_min=low, search_max=setup.search_max, paths=paths,
-                       spread_paths=2 * paths, seed=setup.seed, log=act.line)
+        return predict(setup.problem, dims, start=start, search_min=max(setup.search_min, FINITE_LOW),
+                       search_max=setup.search_max, paths=paths, spread_paths=2 * paths, seed=setup.seed,
+                       cache=not no_cache, log=act.line)
 
 
 def _print_finite_d(finite):
@@ -1060,13 +1083,9 @@ def _print_finite_d(finite):
 @click.option("--widths", default=None, help="Comma-separated widths m (one row each; overrides --m).")
 @_nn_setup_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a 'rows' list.")
-@click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-              help="Add the finite-d prediction at these d (as `nn --dims`; rows with m = 1, one after the other) "
-              "and the crossing at d of a cached `validate` run at the same fixed horizon (--t0 steps*eta --c 0).")
-@click.option("--finite-paths", default=80_000, show_default=True, type=click.IntRange(1000, 10**7),
-              help="With --dims: paths of each planted DMFT run.")
-@click.option("--finite-start", default=8.0, show_default=True, type=float,
-              help="With --dims: the first delta of each prediction's grid.")
+@_finite_d_options("Add the finite-d prediction at these d (as `nn --dims`; rows with m = 1, one after the "
+                   "other) and the crossing at d of a cached `validate` run at the same fixed horizon "
+                   "(--t0 steps*eta --c 0).")
 @_executor_options("rows' searches", "one search")
 def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
@@ -1089,9 +1108,7 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
     if not link_list or not act_list:
         abort("--links and --activations need at least one name each", 2)
     setups = [_nn_setup(act, link, dict(kw, width=m)) for link in link_list for act in act_list for m in width_list]
-    dim_list = _parse_dims(dims) if dims is not None else None
-    if dim_list and not 0.25 < finite_start < kw["search_max"]:
-        abort(f"--finite-start {finite_start:g} must lie inside (0.25, {kw['search_max']:g})", 2)
+    dim_list = _finite_dims(dims, finite_start, kw["search_max"])
     rows = []
     for setup, res in zip(setups, _run_nn_many(setups, kw["no_cache"], _executor(workers, scheduler), scheduler)):
         if isinstance(res, UnsupportedError):  # e.g. a link with no hard direction
@@ -1105,7 +1122,7 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
         from thresholds.store import cached_validation as cached
         for i, (st, r, _) in enumerate(rows):
             if r is not None and st.m == 1 and not st.mean_field and not st.sphere:
-                pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, quiet=as_json)
+                pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json)
                 sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
                 finite[i] = (pred, sim.get("crossings", {}))
     if as_json:

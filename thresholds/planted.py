@@ -80,15 +80,20 @@ class CriticalOverlap:
         return math.sqrt(self.low * self.high)
 
 
-def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0) -> np.ndarray:
-    """Hard fraction per step of the planted DMFT (one replica of ``paths`` paths, cached on disk)."""
+def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
+                  cache: bool = True) -> np.ndarray:
+    """Hard fraction per step of the planted DMFT (one replica of ``paths`` paths, cached on disk unless
+    ``cache`` is False)."""
+    if not (q0 > 0 and math.isfinite(q0)):
+        raise ThresholdsError(f"a planted overlap must be a positive number, got {q0!r}")
     res = solve_dmft(DMFTSetup.from_problem(replace(problem, steps=int(steps)), delta, paths=paths, replicas=1,
-                                            seed=seed, planted=float(q0)), cache=True)
+                                            seed=seed, planted=float(q0)), cache=cache)
     return res.hard_fraction
 
 
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
-                     paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False) -> CriticalOverlap:
+                     paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False,
+                     cache: bool = True) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
     ``low``/``high`` are moved outward by factors of 2 (at most ``moves`` times) when they do not bracket.
     Past that, ThresholdsError, or with ``bounded`` a one-sided result: [0, q] when the planted DMFT escapes
@@ -97,7 +102,7 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
     runs = []
 
     def escapes(q):
-        frac = float(hard_fraction(problem, delta, q, steps, paths=paths, seed=seed)[-1])
+        frac = float(hard_fraction(problem, delta, q, steps, paths=paths, seed=seed, cache=cache)[-1])
         runs.append((q, frac))
         if progress is not None:
             progress(q, frac)
@@ -233,16 +238,24 @@ def crossing(points, d: int) -> FiniteDCrossing:
         ends = [name for name, v in (("lower", low), ("upper", high)) if not math.isfinite(v)]
         return FiniteDCrossing(int(d), mid, low, high, True,
                                f"{' and '.join(ends)} end of the range beyond the computed deltas" if ends else "")
-    side = "below" if pts and math.sqrt(d) * pts[0].q / pts[0].s <= QUARTILE else "above"
+    if not pts:
+        return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False, "no delta computed")
+    open_end = next((p for p in pts if p.q_low == 0 and math.sqrt(d) * p.q_high / p.s > QUARTILE), None)
+    if open_end is not None:  # an upper bound on q_c that does not decide the sign at this d
+        return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False,
+                               f"not resolved: at delta {open_end.delta:g} the planted DMFT escapes from every overlap "
+                               f"down to {open_end.q_high:.3g}, its own Monte Carlo forcing; more paths resolve it")
+    side = "below" if math.sqrt(d) * pts[0].q / pts[0].s <= QUARTILE else "above"
     return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False,
-                           f"{side} the computed deltas [{deltas[0]:g}, {deltas[-1]:g}]" if pts else "no delta computed")
+                           f"{side} the computed deltas [{deltas[0]:g}, {deltas[-1]:g}]")
 
 
 def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, resolution: float = 0.12,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = 80_000, spread_paths: int = 160_000,
-            tstar: int = 50, ratio: float = 1.25, seed: int = 0, log=None) -> FiniteDPrediction:
+            tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None) -> FiniteDPrediction:
     """delta_1/2(d) of eq. (3) for each d at the horizon ``problem.steps``, on a grid of deltas grown from
-    ``start`` (module docstring).  Every DMFT run is cached on disk, so an interrupted prediction resumes.
+    ``start`` (module docstring).  Every DMFT run is cached on disk (unless ``cache`` is False), so an
+    interrupted prediction resumes.
     ``log(text)`` gets one line per DMFT run and per delta."""
     import time
 
@@ -273,15 +286,20 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
             low, high = near.q / 2, near.q * 2
         else:
             low, high = 0.01, 0.4
+        if not low > 0:                 # a neighbour with a one-sided q_c gives only one end
+            low = high / 4
+        if not math.isfinite(high):
+            high = low * 4
         if not low < high:
             low, high = min(low, high) / 1.5, max(low, high) * 1.5
-        s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths)
+        s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths, cache=cache)
         # the DMFT's own forcing as an effective overlap: the forced part of s at d = paths / delta
         noise = math.sqrt(max(s * s - problem.rho0**2, 0.0) * delta / paths)
         moves = min(4, max(0, int(math.floor(math.log2(low / noise))))) if low > noise > 0 else (4 if noise == 0 else 0)
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
-                                                        f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True)
+                                                        f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True,
+                              cache=cache)
         points[delta] = DeltaPoint(delta, qc.low, qc.high, s, s_err, qc.runs)
         say(f"delta {delta:g}: q_c in [{qc.low:.4g}, {qc.high:.4g}], s = {s:.3f} +- {s_err:.2g}")
         return points[delta]
