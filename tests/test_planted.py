@@ -76,6 +76,34 @@ def test_planted_runs_have_their_own_cache_keys():
     assert planted.cache_key()["planted"] == 0.1 and planted.cache_key()["planted_step"] == 2
 
 
+GROWTH = 4.0  # G(t_map, 0) of the synthetic amplitude law below
+
+
+def _fake_spread(problem, delta, **kw):
+    from types import SimpleNamespace
+    return 1.3, 0.05, SimpleNamespace(growth=np.full(200, GROWTH))
+
+
+def _fake_bracket(delta, steps, low, high, grown=1.0):
+    """A CriticalOverlap whose run at ``low`` stays and at ``high`` escapes (a 0 / inf end has no run), with
+    amplitudes |M_H(t_map)| = ``grown`` q0 G (grown > 1: the run's own noise helped it)."""
+    from thresholds import planted
+    runs = [(q, f) for q, f in ((low, 0.2), (high, 0.9)) if 0 < q < math.inf]
+    return planted.CriticalOverlap(delta, steps, low, high, runs, {q: grown * q * GROWTH for q, _ in runs})
+
+
+def test_effective_bracket_reads_each_runs_own_overlap():
+    """Eq. (4): the bracket in effective overlaps is |M_H(t_map)| / G of the bracketing runs; a run that its
+    noise grew 20% beyond G moves the bracket up by 20%; one-sided brackets keep their open end."""
+    qc = _fake_bracket(5.0, 100, 0.05, 0.06, grown=1.2)
+    assert qc.effective(GROWTH) == pytest.approx((0.06, 0.072))
+    assert _fake_bracket(5.0, 100, 0.0, 0.01).effective(GROWTH) == (0.0, pytest.approx(0.01))
+    assert _fake_bracket(5.0, 100, 0.3, math.inf).effective(GROWTH) == (pytest.approx(0.3), math.inf)
+    saturated = _fake_bracket(5.0, 100, 0.3, 0.4, grown=0.7)
+    saturated.amplitudes[0.4] = None  # past the linear fraction at t_map: q_eff = q0
+    assert saturated.effective(GROWTH) == (pytest.approx(0.21), 0.4)
+
+
 def test_finite_d_crossing_of_a_known_law(monkeypatch):
     """predict() on a synthetic q_c(delta) = 0.4 exp(-delta/2) (bracket +-10%) and s = 1.3 +- 0.05: eq. (3) has
     the closed-form root delta = 2 log(0.4 sqrt(d) / (s Q)); the grid, its refinement and the range ends
@@ -89,10 +117,10 @@ def test_finite_d_crossing_of_a_known_law(monkeypatch):
     def fake_qc(problem, delta, steps, **kw):
         calls.append(delta)
         q = 0.4 * math.exp(-delta / 2)
-        return planted.CriticalOverlap(delta, steps, q / 1.1, q * 1.1, [])
+        return _fake_bracket(delta, steps, q / 1.1, q * 1.1)
 
     monkeypatch.setattr(planted, "critical_overlap", fake_qc)
-    monkeypatch.setattr(planted, "spread", lambda problem, delta, **kw: (1.3, 0.05))
+    monkeypatch.setattr(planted, "spread", _fake_spread)
     res = planted.predict(Problem("quad", eta=0.05, steps=100), [1600, 400], start=8.0, resolution=0.05)
     Q = planted.QUARTILE
     deltas = [p.delta for p in res.points]
@@ -210,12 +238,12 @@ def test_one_sided_critical_overlap_enters_the_grid(monkeypatch):
     def fake_qc(problem, delta, steps, **kw):
         if delta >= 7.0:
             assert kw.get("bounded")
-            return planted.CriticalOverlap(delta, steps, 0.0, 0.01 / 16, [])
+            return _fake_bracket(delta, steps, 0.0, 0.01 / 16)
         q = 0.4 * math.exp(-delta / 2)
-        return planted.CriticalOverlap(delta, steps, q / 1.1, q * 1.1, [])
+        return _fake_bracket(delta, steps, q / 1.1, q * 1.1)
 
     monkeypatch.setattr(planted, "critical_overlap", fake_qc)
-    monkeypatch.setattr(planted, "spread", lambda problem, delta, **kw: (1.3, 0.05))
+    monkeypatch.setattr(planted, "spread", _fake_spread)
     res = planted.predict(Problem("quad", eta=0.05, steps=100), [400, 1600], start=8.0, resolution=0.05)
     assert res.points[-1].bounded and res.points[-1].q == 0.01 / 16
     Q = planted.QUARTILE

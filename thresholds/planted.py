@@ -33,6 +33,20 @@ resolved.  q_c
 decreases with delta, so a new delta between two computed ones starts its bisection from their q_c.
 
 d enters through sqrt(d) (and the horizon); the two d = inf inputs are computed, not fitted.
+
+The planted DMFT's own forcing.  On N paths, the estimate of the hard drift E[g_H psi] in eq. (7) of
+thresholds.dmft has a Monte Carlo error that is a sum of N independent terms of mean zero, like the sample
+forcing of a data set of n = N samples: each planted run also carries a random effective overlap, of size
+sqrt((s^2 - rho0^2) delta / N) (0.007-0.011 at N = 80k for the deltas of validation/reports/planted), and
+with one seed for every q0 and delta its sign is shared by all of them.  So q_c is read in the same units
+as the effective overlap of GD, from each run's own hard overlap at t_map = 25 (or t*, if earlier):
+
+    q_eff(run) = |M_H(t_map)| / G(t_map, 0),                                                               (4)
+
+and the q_c bracket is that of q_eff between the highest run that stays and the lowest that escapes (the
+noise after t_map remains).  Eq. (4) is a linear reading: a run whose hard fraction at t_map already
+exceeds 0.25 has saturated, and keeps q_eff = q0 (there q0 is far above the noise).  Where q_eff and q0 differ, the noise had grown the run (seed 0 at 80k paths
+moved quad's crossings by -0.07 to -0.22; validation/reports/planted).
 Approximations, each stated where it is made:
 * the forcing after t* is dropped.  s^2(t) grows slowly once the growth of the overlap dominates (quad /
   phase retrieval, delta 5, 4 x 40k paths: 1.39, 1.60, 1.71 at t = 10, 25, 50); t* = 50 is used, and
@@ -61,6 +75,8 @@ from .problem import Problem
 SCOPE = ("Validated against GD at a fixed horizon of 600 steps for quad / phase retrieval, eta 0.05, m = 1 "
          "(d = 200, 400, 800: within 1 combined s.e.); for gelu / phase retrieval, eta 0.1 it is about 1 too "
          "high (2-3.5 s.e.; validation/reports/planted).")
+T_MAP = 25  # the step at which a planted run's own effective overlap is read (eq. (4))
+LINEAR_FRACTION = 0.25  # eq. (4) is used while the run's hard fraction at t_map is at most this
 QUARTILE = float(-ndtri(0.25))  # Phi_bar^{-1}(1/4) = 0.6745: P = 1/2 in eq. (2)
 
 
@@ -74,36 +90,57 @@ class CriticalOverlap:
     low: float
     high: float
     runs: list = field(default_factory=list)
+    amplitudes: dict = field(default_factory=dict)   # q0 -> |M_H(t_map)| of its run, None past LINEAR_FRACTION
 
     @property
     def value(self) -> float:
         return math.sqrt(self.low * self.high)
 
+    def effective(self, growth: float):
+        """The bracket as effective initial overlaps, eq. (4): |M_H(t_map)| / G(t_map, 0) of the highest run
+        that stays and of the lowest that escapes (0 / inf for a one-sided bracket)."""
+        eff = {q: (a / growth if a is not None else q) for q, a in self.amplitudes.items()}
+        stay = [eff[q] for q, f in self.runs if f <= 0.5 and q in eff]
+        esc = [eff[q] for q, f in self.runs if f > 0.5 and q in eff]
+        low = max(stay) if stay else (0.0 if self.low == 0 else math.nan)
+        high = min(esc) if esc else (math.inf if not math.isfinite(self.high) else math.nan)
+        return (low, high) if not low > high else (high, low)  # crossed by the noise after t_map: between them
+
+
+def planted_run(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
+                cache: bool = True):
+    """The planted DMFT from M_H(0) = q0 (one replica of ``paths`` paths, cached on disk unless ``cache`` is
+    False)."""
+    if not (q0 > 0 and math.isfinite(q0)):
+        raise ThresholdsError(f"a planted overlap must be a positive number, got {q0!r}")
+    return solve_dmft(DMFTSetup.from_problem(replace(problem, steps=int(steps)), delta, paths=paths, replicas=1,
+                                             seed=seed, planted=float(q0)), cache=cache)
+
 
 def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
                   cache: bool = True) -> np.ndarray:
-    """Hard fraction per step of the planted DMFT (one replica of ``paths`` paths, cached on disk unless
-    ``cache`` is False)."""
-    if not (q0 > 0 and math.isfinite(q0)):
-        raise ThresholdsError(f"a planted overlap must be a positive number, got {q0!r}")
-    res = solve_dmft(DMFTSetup.from_problem(replace(problem, steps=int(steps)), delta, paths=paths, replicas=1,
-                                            seed=seed, planted=float(q0)), cache=cache)
-    return res.hard_fraction
+    """Hard fraction per step of the planted DMFT (:func:`planted_run`)."""
+    return planted_run(problem, delta, q0, steps, paths=paths, seed=seed, cache=cache).hard_fraction
 
 
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
                      paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False,
-                     cache: bool = True) -> CriticalOverlap:
+                     cache: bool = True, t_map: int = None) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
     ``low``/``high`` are moved outward by factors of 2 (at most ``moves`` times) when they do not bracket.
     Past that, ThresholdsError, or with ``bounded`` a one-sided result: [0, q] when the planted DMFT escapes
     from every overlap tried (q_c is below the smallest, or below the DMFT's own Monte Carlo forcing,
-    which acts like the sample forcing at d = paths / delta), [q, inf] when it escapes from none."""
-    runs = []
+    which acts like the sample forcing at d = paths / delta), [q, inf] when it escapes from none.  With
+    ``t_map``, each run's |M_H(t_map)| is kept (``amplitudes``, for eq. (4))."""
+    runs, amplitudes = [], {}
 
     def escapes(q):
-        frac = float(hard_fraction(problem, delta, q, steps, paths=paths, seed=seed, cache=cache)[-1])
+        res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache)
+        frac = float(res.hard_fraction[-1])
         runs.append((q, frac))
+        if t_map is not None:  # eq. (4) only while the run is still close to linear; else q0 itself
+            linear = float(res.hard_fraction[t_map]) <= LINEAR_FRACTION
+            amplitudes[q] = math.sqrt(float(res.hard_overlap[t_map])) if linear else None
         if progress is not None:
             progress(q, frac)
         return frac > 0.5
@@ -113,14 +150,14 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
         low, high, moved = low / 2, low, moved + 1
         if moved > moves:
             if bounded:
-                return CriticalOverlap(float(delta), int(steps), 0.0, high, runs)
+                return CriticalOverlap(float(delta), int(steps), 0.0, high, runs, amplitudes)
             raise ThresholdsError(f"the planted DMFT escapes by step {steps} from every overlap down to {high:g}")
     grown = 0
     while not moved and not escapes(high):  # a lower end that stays is below q_c; check the upper end
         low, high, grown = high, 2 * high, grown + 1
         if grown > moves:
             if bounded:
-                return CriticalOverlap(float(delta), int(steps), low, math.inf, runs)
+                return CriticalOverlap(float(delta), int(steps), low, math.inf, runs, amplitudes)
             raise ThresholdsError(f"the planted DMFT does not escape by step {steps} from overlaps up to {low:g}")
     while high / low > ratio:
         mid = math.sqrt(low * high)
@@ -128,19 +165,20 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
             high = mid
         else:
             low = mid
-    return CriticalOverlap(float(delta), int(steps), low, high, runs)
+    return CriticalOverlap(float(delta), int(steps), low, high, runs, amplitudes)
 
 
 def spread(problem: Problem, delta: float, *, tstar: int = 50, paths: int = 40_000, replicas: int = 4,
-           cache: bool = True):
+           cache: bool = True, law: bool = False):
     """s(delta) of eq. (1) at t*, with its standard error (delta method over the replicas of the
-    amplitude law); the pathwise DMFT run is cached on disk unless ``cache`` is False."""
-    law = amplitude_law(DMFTSetup.from_problem(replace(problem, steps=int(tstar)), delta, paths=paths,
+    amplitude law); the pathwise DMFT run is cached on disk unless ``cache`` is False.  With ``law``, the
+    amplitude law (thresholds.forcing.AmplitudeLaw) is returned as a third value."""
+    amp = amplitude_law(DMFTSetup.from_problem(replace(problem, steps=int(tstar)), delta, paths=paths,
                                                replicas=replicas, response="pathwise"), cache=cache)
-    G, V = law.growth[tstar], law.variance[tstar]
+    G, V = amp.growth[tstar], amp.variance[tstar]
     s = math.sqrt(V) / G
-    err = s * math.hypot(0.5 * law.variance_err[tstar] / V, law.growth_err[tstar] / G)
-    return s, err
+    err = s * math.hypot(0.5 * amp.variance_err[tstar] / V, amp.growth_err[tstar] / G)
+    return (s, err, amp) if law else (s, err)
 
 
 def success_probability(q_c: float, s: float, d: int) -> float:
@@ -153,11 +191,13 @@ class DeltaPoint:
     """One delta of the prediction: the q_c bracket (eq. (2)) and s with its standard error (eq. (1))."""
 
     delta: float
-    q_low: float
+    q_low: float              # q_c bracket as effective initial overlaps (eq. (4)); the planted q0 without t_map
     q_high: float
     s: float
     s_err: float
     runs: list = field(default_factory=list)   # [(q0, hard fraction at the horizon), ...]
+    q0_low: float = None      # the bracket of the planted q0 itself
+    q0_high: float = None
 
     @property
     def q(self) -> float:
@@ -210,6 +250,8 @@ class FiniteDPrediction:
                 "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds,
                 "crossings": [c.to_json() for c in self.crossings],
                 "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": p.q_high if math.isfinite(p.q_high) else None,
+                            "planted_q0_low": p.q0_low,
+                            "planted_q0_high": p.q0_high if p.q0_high is None or math.isfinite(p.q0_high) else None,
                             "s": p.s, "s_err": p.s_err, "runs": [list(r) for r in p.runs]} for p in self.points]}
 
 
@@ -270,6 +312,7 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         raise ThresholdsError("give at least one dimension d >= 1")
     say = log or (lambda text: None)
     tstar = min(int(tstar), int(problem.steps))  # the effective overlap is taken no later than the horizon
+    t_map = min(T_MAP, tstar)
     t0 = time.time()
     points = {}
 
@@ -292,16 +335,18 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
             high = low * 4
         if not low < high:
             low, high = min(low, high) / 1.5, max(low, high) * 1.5
-        s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths, cache=cache)
+        s, s_err, amp = spread(problem, delta, tstar=tstar, paths=spread_paths, cache=cache, law=True)
         # the DMFT's own forcing as an effective overlap: the forced part of s at d = paths / delta
         noise = math.sqrt(max(s * s - problem.rho0**2, 0.0) * delta / paths)
         moves = min(4, max(0, int(math.floor(math.log2(low / noise))))) if low > noise > 0 else (4 if noise == 0 else 0)
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
                                                         f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True,
-                              cache=cache)
-        points[delta] = DeltaPoint(delta, qc.low, qc.high, s, s_err, qc.runs)
-        say(f"delta {delta:g}: q_c in [{qc.low:.4g}, {qc.high:.4g}], s = {s:.3f} +- {s_err:.2g}")
+                              cache=cache, t_map=t_map)
+        q_low, q_high = qc.effective(float(amp.growth[t_map]))
+        points[delta] = DeltaPoint(delta, q_low, q_high, s, s_err, qc.runs, qc.low, qc.high)
+        say(f"delta {delta:g}: q_c in [{q_low:.4g}, {q_high:.4g}] as effective overlaps (planted [{qc.low:.4g}, "
+            f"{qc.high:.4g}]), s = {s:.3f} +- {s_err:.2g}")
         return points[delta]
 
     def f(p, d, q=None, s=None):

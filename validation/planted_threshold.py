@@ -13,6 +13,7 @@ Run:  python -m validation.planted_threshold -a quad --eta 0.05 --steps 600 --de
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -30,9 +31,32 @@ def predict(activation, link, eta, steps, delta, *, low, high, paths, spread_pat
                           progress=lambda q, f: print(f"  delta {delta:g}: q0 = {q:.4f} -> hard fraction "
                                                       f"{f:.3f} at step {steps}", flush=True))
     s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths)
-    return {"activation": activation, "link": link, "eta": eta, "steps": steps, "delta": float(delta),
-            "paths": paths, "q_low": qc.low, "q_high": qc.high, "runs": qc.runs, "tstar": tstar,
-            "s": s, "s_err": s_err, "spread_paths": spread_paths}
+    return effective({"activation": activation, "link": link, "eta": eta, "steps": steps, "delta": float(delta),
+                      "paths": paths, "q_low": qc.low, "q_high": qc.high, "runs": qc.runs, "tstar": tstar,
+                      "s": s, "s_err": s_err, "spread_paths": spread_paths})
+
+
+def effective(row: dict) -> dict:
+    """The row with its q_c bracket as effective overlaps, eq. (4) of thresholds.planted ("q_eff_low",
+    "q_eff_high", "t_map"): each run's |M_H(t_map)| (its cached planted DMFT, seed 0) over G(t_map, 0) of a
+    pathwise run to t_map with the spread's paths (the same G(t_map, 0) as in the spread's run to t*, on
+    other draws)."""
+    from thresholds.dmft import DMFTSetup
+    from thresholds.forcing import amplitude_law
+    from thresholds.planted import LINEAR_FRACTION, T_MAP, CriticalOverlap, planted_run
+    problem = Problem(row["activation"], row["link"], eta=row["eta"], steps=row["steps"])
+    t_map = min(T_MAP, row["tstar"])
+    law = amplitude_law(DMFTSetup.from_problem(Problem(row["activation"], row["link"], eta=row["eta"], steps=t_map),
+                                               row["delta"], paths=row["spread_paths"], replicas=4,
+                                               response="pathwise"), cache=True)
+    amps = {}
+    for q0, _ in row["runs"]:
+        res = planted_run(problem, row["delta"], q0, row["steps"], paths=row["paths"])
+        amps[q0] = (math.sqrt(float(res.hard_overlap[t_map])) if res.hard_fraction[t_map] <= LINEAR_FRACTION
+                    else None)
+    qc = CriticalOverlap(row["delta"], row["steps"], row["q_low"], row["q_high"], [tuple(r) for r in row["runs"]], amps)
+    lo, hi = qc.effective(float(law.growth[t_map]))
+    return dict(row, q_eff_low=lo, q_eff_high=hi, t_map=t_map, growth_t_map=float(law.growth[t_map]))
 
 
 def gd_rates(report: Path) -> dict:
@@ -57,27 +81,39 @@ def gd_crossings(report: Path) -> dict:
     return out
 
 
-def summarize(rows, dims, gd=None) -> list[str]:
+def _bracket(r, planted_q0=False):
+    """The q_c bracket of a row: effective overlaps (eq. (4)) when recorded, else (or with ``planted_q0``)
+    the planted q0."""
+    if planted_q0 or "q_eff_low" not in r:
+        return r["q_low"], r["q_high"]
+    return r["q_eff_low"], r["q_eff_high"]
+
+
+def points_of(rows, planted_q0=False) -> list:
+    """thresholds.planted.DeltaPoint per row (bracket from :func:`_bracket`), by increasing delta."""
+    return [DeltaPoint(r["delta"], *_bracket(r, planted_q0), r["s"], r["s_err"])
+            for r in sorted(rows, key=lambda r: r["delta"])]
+
+
+def summarize(rows, dims, gd=None, planted_q0=False) -> list[str]:
     """P(delta, d) per delta and d with the range from the q_c bracket and s +- 1 s.e., and the crossing
-    per d by linear interpolation of sqrt(d) q_c / s - QUARTILE in delta."""
-    rows = sorted(rows, key=lambda r: r["delta"])
+    per d by linear interpolation of sqrt(d) q_c / s - QUARTILE in delta (thresholds.planted.crossing)."""
+    points = points_of(rows, planted_q0)
     lines = ["| delta | q_c bracket | s(delta) | " + " | ".join(f"P at d = {d}" for d in dims) + " |",
              "|---|---|---|" + "---|" * len(dims)]
-    for r in rows:
-        q = math.sqrt(r["q_low"] * r["q_high"])
+    for p in points:
         cells = []
         for d in dims:
-            lo = success_probability(r["q_high"], r["s"] - r["s_err"], d)
-            hi = success_probability(r["q_low"], r["s"] + r["s_err"], d)
-            cell = f"{success_probability(q, r['s'], d):.2f} [{lo:.2f}, {hi:.2f}]"
-            if gd and (d, r["delta"]) in gd:
-                k, n = gd[(d, r["delta"])]
+            lo = success_probability(p.q_high, p.s - p.s_err, d)
+            hi = success_probability(p.q_low, p.s + p.s_err, d)
+            cell = f"{success_probability(p.q, p.s, d):.2f} [{lo:.2f}, {hi:.2f}]"
+            if gd and (d, p.delta) in gd:
+                k, n = gd[(d, p.delta)]
                 cell += f"; GD {k}/{n} = {k / n:.2f}"
             cells.append(cell)
-        lines.append(f"| {r['delta']:g} | [{r['q_low']:.4f}, {r['q_high']:.4f}] | {r['s']:.2f} +- {r['s_err']:.2f} | "
+        lines.append(f"| {p.delta:g} | [{p.q_low:.4f}, {p.q_high:.4f}] | {p.s:.2f} +- {p.s_err:.2f} | "
                      + " | ".join(cells) + " |")
     lines += ["", "| d | predicted crossing delta_1/2 | range (q_c bracket, s +- 1 s.e.) |", "|---|---|---|"]
-    points = [DeltaPoint(r["delta"], r["q_low"], r["q_high"], r["s"], r["s_err"]) for r in rows]
     for d in dims:
         c = crossing(points, d)
         lines.append(f"| {d} | {c.value:.2f} | [{c.low:.2f}, {c.high:.2f}] |")
@@ -98,7 +134,7 @@ def conditional(rows, planted_rows, steps) -> list[str]:
         if delta not in by_delta:
             continue
         r = by_delta[delta]
-        c, sigma = math.sqrt(d) * math.sqrt(r["q_low"] * r["q_high"]), math.sqrt(max(r["s"] ** 2 - 1, 1e-12))
+        c, sigma = math.sqrt(d) * math.sqrt(math.prod(_bracket(r))), math.sqrt(max(r["s"] ** 2 - 1, 1e-12))
         cells = []
         for x in xis:
             ks = [p["escape"] is not None and p["escape"] <= steps for p in planted_rows
@@ -125,17 +161,28 @@ def main(argv=None):
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--gd", type=Path, nargs="+", help="With --summary: `thresholds validate` report.md files at the same horizon.")
     ap.add_argument("--plot", type=Path, help="With --summary: the crossing against d as a PNG.")
+    ap.add_argument("--planted-q0", action="store_true", help="With --summary: the brackets of the planted q0 "
+                    "instead of the effective overlaps of eq. (4).")
+    ap.add_argument("--effective", action="store_true", help="Add the effective-overlap brackets (eq. (4)) to "
+                    "the recorded rows that lack them (from the cached runs) and rewrite the file.")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"predicted_{args.activation}_{args.link}_eta{args.eta:g}_T{args.steps}.jsonl"
     rows = records.read(path)
     dims = [int(v) for v in args.dims.split(",")]
+    if args.effective:
+        rows = [r if "q_eff_low" in r else effective(r) for r in rows]
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        for r in rows:
+            print(f"delta {r['delta']:g}: planted [{r['q_low']:.4f}, {r['q_high']:.4f}] -> effective "
+                  f"[{r['q_eff_low']:.4f}, {r['q_eff_high']:.4f}] (G({r['t_map']}, 0) = {r['growth_t_map']:.3f})")
+        return
     if args.summary:
         rates = {k: v for report in args.gd or [] for k, v in gd_rates(report).items()}
-        print("\n".join(summarize(rows, dims, rates or None)))
+        print("\n".join(summarize(rows, dims, rates or None, args.planted_q0)))
         if args.plot:
             from thresholds.plots import finite_d_figure
-            points = [DeltaPoint(r["delta"], r["q_low"], r["q_high"], r["s"], r["s_err"]) for r in rows]
+            points = points_of(rows, args.planted_q0)
             pred = [(c.d, c.value, c.low, c.high) for c in (crossing(points, d) for d in dims) if c.found]
             sim = sorted((d, v, e) for report in args.gd or [] for d, (v, e) in gd_crossings(report).items())
             finite_d_figure(args.plot, pred, sim, title=f"{args.activation} / {args.link}, eta {args.eta:g}, m = 1, "
