@@ -19,12 +19,17 @@ PROBLEM = Problem("quad", "phase_retrieval", eta=0.05, steps=600)
 
 def test_finite_d_prediction_cold_then_more_d(benchmark):
     lines = []
+
+    def log(text):  # every DMFT run, as it ends
+        lines.append(text)
+        print(text, flush=True)
+
     with cache.empty():
         t0 = time.time()
-        one = predict(PROBLEM, [400], log=lines.append)
+        one = predict(PROBLEM, [400], log=log)
         cold = time.time() - t0
         t0 = time.time()
-        three = predict(PROBLEM, [200, 400, 800], log=lines.append)
+        three = predict(PROBLEM, [200, 400, 800], log=log)
         more = time.time() - t0
     benchmark.pedantic(lambda: None, rounds=1)
     fmt = (lambda c: f"d = {c.d}: {c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else f"d = {c.d}: {c.note}")
