@@ -15,42 +15,42 @@ from which the hard fraction of the planted DMFT exceeds 1/2 at step T.  So
 
 and the crossing delta_1/2(d) solves sqrt(d) q_c(delta, T) = Phi_bar^{-1}(1/4) s(delta).              (3)
 
-Eq. (3) is solved on a grid of deltas (:func:`predict`): at each delta the bisection gives q_c to a
-bracket and s comes with a standard error; f_d(delta) = sqrt(d) q_c / s - Phi_bar^{-1}(1/4) is
-interpolated linearly between neighbouring deltas, and the crossing is its first sign change from + to -.
-Its range takes the ends that move it most: (q_c low, s + s.e.) for the lower end, (q_c high,
-s - s.e.) for the upper.  The grid is grown outward by factors of ``expand`` until both range ends of every
-requested d are bracketed, then refined until the deltas bracketing the central value are within a factor
-1 + ``resolution``; the range ends are interpolated on that grid (error at most h^2/8 |f''/f'| on an
-interval of width h).  Where the planted DMFT escapes from every overlap tried (q_c below 0.01 / 2^4, or
-below the DMFT's own Monte Carlo forcing) or from none (q_c above 0.4 * 2^4), q_c is only bounded; such a
-delta enters with its bound (and 0 or inf for the other range end), and a bracket that ends on one is
-refined to a third of the resolution.  The lower end is not moved below the DMFT's own forcing: the
-Monte Carlo error of E[g_H psi] over N paths kicks the hard overlap like the sample forcing of a data set
-of n = N samples, an effective initial overlap of sqrt((s^2 - rho0^2) delta / N) (the forced part of s
-only; 0.007-0.011 at N = 80k for the deltas of validation/reports/planted), and a q_c below it is not
-resolved.  q_c
-decreases with delta, so a new delta between two computed ones starts its bisection from their q_c.
-
 d enters through sqrt(d) (and the horizon); the two d = inf inputs are computed, not fitted.
 
 The planted DMFT's own forcing.  On N paths, the estimate of the hard drift E[g_H psi] in eq. (7) of
 thresholds.dmft has a Monte Carlo error that is a sum of N independent terms of mean zero, like the sample
 forcing of a data set of n = N samples: each planted run also carries a random effective overlap, of size
-sqrt((s^2 - rho0^2) delta / N) (0.007-0.011 at N = 80k for the deltas of validation/reports/planted), and
-with one seed for every q0 and delta its sign is shared by all of them.  So q_c is read in the same units
-as the effective overlap of GD, from each run's own hard overlap at t_map = 25 (or t*, if earlier):
+sqrt((s^2 - rho0^2) delta / N) (the forced part of s at d = N / delta; 0.007-0.011 at N = 80k for the
+deltas of validation/reports/planted), and with one seed for every q0 and delta its sign is shared by all
+of them.  So q_c is read in the same units as the effective overlap of GD, from each run's own hard
+overlap at t_map = 25 (or t*, if earlier):
 
     q_eff(run) = |M_H(t_map)| / G(t_map, 0),                                                               (4)
 
 and the q_c bracket is that of q_eff between the highest run that stays and the lowest that escapes (the
 noise after t_map remains).  Eq. (4) is a linear reading: a run whose hard fraction at t_map already
-exceeds 0.25 has saturated, and keeps q_eff = q0 (there q0 is far above the noise).  Where q_eff and q0 differ, the noise had grown the run (seed 0 at 80k paths
-moved quad's crossings by -0.07 to -0.22; validation/reports/planted).
+exceeds 0.25 has saturated and keeps q_eff = q0 (there q0 is far above the noise).  For seed 0 at 80k
+paths the noise had grown the runs: eq. (4) moves quad's crossings by +0.07 to +0.22
+(validation/reports/planted).  A q_c below the noise itself is not resolved.
+
+Solving eq. (3) (:func:`predict`).  At each delta the bisection gives q_c to a bracket and s comes with
+a standard error; f_d(delta) = sqrt(d) q_c / s - Phi_bar^{-1}(1/4) is interpolated linearly between
+neighbouring deltas, and the crossing is its first sign change from + to -.  Its range takes the ends
+that move it most: (q_c low, s + s.e.) for the lower end, (q_c high, s - s.e.) for the upper.  The grid
+is grown outward by factors of ``expand`` until both range ends of every requested d are bracketed, then
+refined until the deltas bracketing the central value are within a factor 1 + ``resolution``; the range
+ends are interpolated on that grid (error at most h^2/8 |f''/f'| on an interval of width h).  q_c
+decreases with delta, so a new delta between two computed ones starts its bisection from their q_c.  The
+bisection's lower end is not moved below the noise of eq. (4); where the planted DMFT escapes from every
+overlap tried, or from none (above 0.4 * 2^4), q_c is only bounded: such a delta enters with its bound
+(and 0 or inf for the other range end), a bracket that ends on one is refined to a third of the
+resolution, and a d whose sign the bound cannot decide is reported as not resolved.
+
 Approximations, each stated where it is made:
 * the forcing after t* is dropped.  s^2(t) grows slowly once the growth of the overlap dominates (quad /
-  phase retrieval, delta 5, 4 x 40k paths: 1.39, 1.60, 1.71 at t = 10, 25, 50); t* = 50 is used, and
-  t* = 25 moves the predicted crossings by +0.03 to +0.05 (validation/reports/planted);
+  phase retrieval, delta 5: 1.42, 1.63, 1.69, 1.91 at t = 10, 25, 50, 100; gelu, delta 12: 1.82 at 50,
+  2.05 at 100); t* = 50 is used, and t* = 25 moves the predicted crossings by +0.03 to +0.05
+  (validation/reports/planted);
 * the escape is monotone in |M_H(0)| (bisection in log q);
 * finite-n effects other than the initial overlap and the forcing (Hessian outliers on extreme labels)
   are left out;
