@@ -72,9 +72,9 @@ from .errors import ThresholdsError
 from .forcing import amplitude_law
 from .problem import Problem
 
-SCOPE = ("Checked against GD at a fixed horizon of 600 steps: quad / phase retrieval, eta 0.05, m = 1, "
-         "d = 200-1600: within 1.2 combined s.e.; gelu / phase retrieval, eta 0.1, d = 200-400: about 1 too "
-         "high (2-3.5 s.e.); other setups unchecked (validation/reports/planted).")
+SCOPE = ("Checked against GD at a fixed horizon of 600 steps, m = 1: quad, eta 0.05, phase retrieval "
+         "(d = 200-1600) and y = |z| (d = 200-800): within 1.7 combined s.e.; gelu / phase retrieval, eta 0.1, "
+         "d = 200-400: about 1 too high (2-3.5 s.e.); other setups unchecked (validation/reports/planted).")
 T_MAP = 25  # the step at which a planted run's own effective overlap is read (eq. (4))
 LINEAR_FRACTION = 0.25  # eq. (4) is used while the run's hard fraction at t_map is at most this
 QUARTILE = float(-ndtri(0.25))  # Phi_bar^{-1}(1/4) = 0.6745: P = 1/2 in eq. (2)
