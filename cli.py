@@ -110,6 +110,11 @@ def _training_options(func):
         click.option("--weight-decay", default=_problem_default("weight_decay"), show_default=True, type=float,
                      help="Weight decay lambda_wd."),
     ]
+    return _with_options(func, opts)
+
+
+def _with_options(func, opts):
+    """``func`` decorated with the click options ``opts``, listed in the order --help shows them."""
     for opt in reversed(opts):
         func = opt(func)
     return func
@@ -735,9 +740,7 @@ def _nn_setup_options(func):
         click.option("--rtol", default=0.02, show_default=True, type=float, help="Relative width of the bracket."),
         click.option("--no-cache", is_flag=True, help="Do not read or write the on-disk cache."),
     ]
-    for opt in reversed(opts):
-        func = opt(func)
-    return _training_options(func)
+    return _training_options(_with_options(func, opts))
 
 
 def _nn_setup(activation, link, kw):
@@ -932,10 +935,14 @@ def _finite_d_options(dims_help: str):
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5)."),
         ]
-        for opt in reversed(opts):
-            func = opt(func)
-        return func
+        return _with_options(func, opts)
     return decorate
+
+
+def _finite_refusal(setup) -> str:
+    """Why the finite-d prediction is not derived for ``setup`` ('' when it is; m = inf has m >= 2 here)."""
+    from thresholds.planted import refusal
+    return refusal(setup.problem)
 
 
 def _finite_dims(dims, start, search_max):
@@ -977,7 +984,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     setup = _nn_setup(activation, link, kw)
     setup.validate()
     dim_list = _finite_dims(dims, finite_start, setup.search_max)
-    if dim_list and (scan_text or setup.m != 1 or setup.mean_field or setup.sphere):
+    if dim_list and (scan_text or _finite_refusal(setup)):
         abort("--dims (the finite-d prediction) covers one neuron (--m 1), plain GD (no --sphere) and no --scan", 2)
     if scan_text:
         from dataclasses import replace
@@ -1121,7 +1128,7 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
     if dim_list:
         from thresholds.store import cached_validation as cached
         for i, (st, r, _) in enumerate(rows):
-            if r is not None and st.m == 1 and not st.mean_field and not st.sphere:
+            if r is not None and not _finite_refusal(st):
                 pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json)
                 sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
                 finite[i] = (pred, sim.get("crossings", {}))

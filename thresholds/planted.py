@@ -117,6 +117,14 @@ def planted_run(problem: Problem, delta: float, q0: float, steps: int, *, paths:
                                              seed=seed, planted=float(q0)), cache=cache)
 
 
+def run_amplitude(res, t_map: int):
+    """|M_H(t_map)| of a planted run for eq. (4), or None once its hard fraction at t_map exceeds
+    LINEAR_FRACTION (saturated: the run then counts with its q0)."""
+    if float(res.hard_fraction[t_map]) > LINEAR_FRACTION:
+        return None
+    return math.sqrt(float(res.hard_overlap[t_map]))
+
+
 def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
                   cache: bool = True) -> np.ndarray:
     """Hard fraction per step of the planted DMFT (:func:`planted_run`)."""
@@ -138,9 +146,8 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
         res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache)
         frac = float(res.hard_fraction[-1])
         runs.append((q, frac))
-        if t_map is not None:  # eq. (4) only while the run is still close to linear; else q0 itself
-            linear = float(res.hard_fraction[t_map]) <= LINEAR_FRACTION
-            amplitudes[q] = math.sqrt(float(res.hard_overlap[t_map])) if linear else None
+        if t_map is not None:
+            amplitudes[q] = run_amplitude(res, t_map)
         if progress is not None:
             progress(q, frac)
         return frac > 0.5
@@ -211,6 +218,14 @@ class DeltaPoint:
         """q_c only bounded on one side: [0, q] (escape from every overlap tried) or [q, inf] (from none)."""
         return self.q_low == 0 or not math.isfinite(self.q_high)
 
+    def margin(self, d: int, end: str = "mid") -> float:
+        """f_d = sqrt(d) q_c / s - Phi_bar^{-1}(1/4) of eq. (3) (> 0: below the crossing); ``end`` "low" or
+        "high" takes the pairing that moves the crossing most (module docstring): (q_c low, s + s.e.),
+        (q_c high, s - s.e.)."""
+        q, s = {"mid": (self.q, self.s), "low": (self.q_low, self.s + self.s_err),
+                "high": (self.q_high, max(self.s - self.s_err, 1e-12))}[end]
+        return math.sqrt(d) * q / s - QUARTILE
+
 
 @dataclass
 class FiniteDCrossing:
@@ -226,8 +241,7 @@ class FiniteDCrossing:
     note: str = ""
 
     def to_json(self) -> dict:
-        num = (lambda v: v if math.isfinite(v) else None)
-        return {"d": self.d, "value": num(self.value), "low": num(self.low), "high": num(self.high),
+        return {"d": self.d, "value": _number(self.value), "low": _number(self.low), "high": _number(self.high),
                 "found": self.found, "note": self.note}
 
 
@@ -249,10 +263,14 @@ class FiniteDPrediction:
                 "horizon_steps": self.problem.steps, "paths": self.paths, "spread_paths": self.spread_paths,
                 "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds,
                 "crossings": [c.to_json() for c in self.crossings],
-                "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": p.q_high if math.isfinite(p.q_high) else None,
-                            "planted_q0_low": p.q0_low,
-                            "planted_q0_high": p.q0_high if p.q0_high is None or math.isfinite(p.q0_high) else None,
+                "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": _number(p.q_high),
+                            "planted_q0_low": p.q0_low, "planted_q0_high": _number(p.q0_high),
                             "s": p.s, "s_err": p.s_err, "runs": [list(r) for r in p.runs]} for p in self.points]}
+
+
+def _number(value):
+    """A float for JSON: None for nan, inf or a missing value."""
+    return value if value is not None and math.isfinite(value) else None
 
 
 def _first_root(deltas, f) -> float:
@@ -269,27 +287,29 @@ def crossing(points, d: int) -> FiniteDCrossing:
     """Eq. (3) at dimension d on the computed deltas (module docstring: interpolation and range)."""
     pts = sorted(points, key=lambda p: p.delta)
     deltas = [p.delta for p in pts]
-
-    def root(q_of, s_of):
-        return _first_root(deltas, [math.sqrt(d) * q_of(p) / s_of(p) - QUARTILE for p in pts])
-
-    mid = root(lambda p: p.q, lambda p: p.s)
-    low = root(lambda p: p.q_low, lambda p: p.s + p.s_err)
-    high = root(lambda p: p.q_high, lambda p: max(p.s - p.s_err, 1e-12))
+    mid, low, high = (_first_root(deltas, [p.margin(d, end) for p in pts]) for end in ("mid", "low", "high"))
     if math.isfinite(mid):
         ends = [name for name, v in (("lower", low), ("upper", high)) if not math.isfinite(v)]
         return FiniteDCrossing(int(d), mid, low, high, True,
                                f"{' and '.join(ends)} end of the range beyond the computed deltas" if ends else "")
     if not pts:
         return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False, "no delta computed")
-    open_end = next((p for p in pts if p.q_low == 0 and math.sqrt(d) * p.q_high / p.s > QUARTILE), None)
+    open_end = next((p for p in pts if p.q_low == 0 and p.margin(d) > 0), None)
     if open_end is not None:  # an upper bound on q_c that does not decide the sign at this d
         return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False,
                                f"not resolved: at delta {open_end.delta:g} the planted DMFT escapes from every overlap "
                                f"down to {open_end.q_high:.3g}, its own Monte Carlo forcing; more paths resolve it")
-    side = "below" if math.sqrt(d) * pts[0].q / pts[0].s <= QUARTILE else "above"
+    side = "below" if pts[0].margin(d) <= 0 else "above"
     return FiniteDCrossing(int(d), math.nan, math.nan, math.nan, False,
                            f"{side} the computed deltas [{deltas[0]:g}, {deltas[-1]:g}]")
+
+
+def refusal(problem: Problem) -> str:
+    """Why :func:`predict` does not cover ``problem`` ('' when it does): one neuron and plain GD only."""
+    if problem.m != 1 or problem.sphere:
+        return ("the finite-d prediction is derived for one neuron (m = 1) and plain GD (the forcing law uses "
+                "the pathwise DMFT; no --sphere)")
+    return ""
 
 
 def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, resolution: float = 0.12,
@@ -302,9 +322,8 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
     import time
 
     from .errors import UnsupportedError
-    if problem.m != 1 or problem.sphere:
-        raise UnsupportedError("the finite-d prediction is derived for one neuron (m = 1) and plain GD "
-                               "(the forcing law uses the pathwise DMFT; no --sphere)")
+    if refusal(problem):
+        raise UnsupportedError(refusal(problem))
     if not (0 < search_min < start < search_max and expand > 1 and resolution > 0):
         raise ThresholdsError("need 0 < search_min < start < search_max, expand > 1 and resolution > 0")
     dims = sorted({int(d) for d in dims})
@@ -323,7 +342,7 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         below = [p for p in points.values() if p.delta < delta]
         above = [p for p in points.values() if p.delta > delta]
         if below and above:   # q_c decreases with delta: the neighbours bracket it
-            low, high = max(above, key=lambda p: -p.delta).q_low, min(below, key=lambda p: -p.delta).q_high
+            low, high = min(above, key=lambda p: p.delta).q_low, max(below, key=lambda p: p.delta).q_high
         elif points:
             near = min(points.values(), key=lambda p: abs(math.log(p.delta / delta)))
             low, high = near.q / 2, near.q * 2
@@ -338,7 +357,7 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         s, s_err, amp = spread(problem, delta, tstar=tstar, paths=spread_paths, cache=cache, law=True)
         # the DMFT's own forcing as an effective overlap: the forced part of s at d = paths / delta
         noise = math.sqrt(max(s * s - problem.rho0**2, 0.0) * delta / paths)
-        moves = min(4, max(0, int(math.floor(math.log2(low / noise))))) if low > noise > 0 else (4 if noise == 0 else 0)
+        moves = 4 if noise == 0 else min(4, max(0, math.floor(math.log2(low / noise))))
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
                                                         f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True,
@@ -349,17 +368,14 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
             f"{qc.high:.4g}]), s = {s:.3f} +- {s_err:.2g}")
         return points[delta]
 
-    def f(p, d, q=None, s=None):
-        return math.sqrt(d) * (p.q if q is None else q) / (p.s if s is None else s) - QUARTILE
-
     point(start)
     # grow down until the lower range end of d_min is bracketed, up until the upper end of d_max is
-    while f(points[min(points)], dims[0], points[min(points)].q_low, points[min(points)].s + points[min(points)].s_err) <= 0:
+    while points[min(points)].margin(dims[0], "low") <= 0:
         lowest = min(points)
         if lowest / expand < search_min:
             break
         point(lowest / expand)
-    while f(points[max(points)], dims[-1], points[max(points)].q_high, max(points[max(points)].s - points[max(points)].s_err, 1e-12)) > 0:
+    while points[max(points)].margin(dims[-1], "high") > 0:
         highest = max(points)
         if highest * expand > search_max:
             break
@@ -369,7 +385,7 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         todo = set()
         for d in dims:
             for a, b in zip(pts, pts[1:]):
-                if f(a, d) > 0 >= f(b, d):  # a one-sided q_c at an end: refine three times finer
+                if a.margin(d) > 0 >= b.margin(d):  # a one-sided q_c at an end: refine three times finer
                     if b.delta / a.delta > 1 + resolution / (3 if a.bounded or b.bounded else 1):
                         todo.add(math.sqrt(a.delta * b.delta))
                     break

@@ -17,16 +17,13 @@ Run:  python -m validation.planted_diagnostics paths -a gelu --eta 0.1 --delta 1
 from __future__ import annotations
 
 import argparse
+import math
 import time
 from pathlib import Path
 
-import math
-
 import numpy as np
 
-from thresholds.dmft import DMFTSetup
-from thresholds.forcing import amplitude_law
-from thresholds.planted import hard_fraction
+from thresholds.planted import hard_fraction, spread
 from thresholds.problem import Problem
 from validation import records
 
@@ -46,8 +43,7 @@ def paths_run(problem, delta, q0, paths, seed):
 
 def spread_run(problem, delta, paths, replicas=4):
     t0 = time.time()
-    law = amplitude_law(DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, response="pathwise"),
-                        cache=True)
+    law = spread(problem, delta, tstar=problem.steps, paths=paths, replicas=replicas, law=True)[2]
     ts = [t for t in TIMES if t <= problem.steps]
     return {"check": "spread", "activation": problem.activation, "link": problem.link, "eta": problem.eta,
             "steps": problem.steps, "delta": delta, "paths": paths, "replicas": replicas,

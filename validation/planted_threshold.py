@@ -41,19 +41,12 @@ def effective(row: dict) -> dict:
     "q_eff_high", "t_map"): each run's |M_H(t_map)| (its cached planted DMFT, seed 0) over G(t_map, 0) of a
     pathwise run to t_map with the spread's paths (the same G(t_map, 0) as in the spread's run to t*, on
     other draws)."""
-    from thresholds.dmft import DMFTSetup
-    from thresholds.forcing import amplitude_law
-    from thresholds.planted import LINEAR_FRACTION, T_MAP, CriticalOverlap, planted_run
+    from thresholds.planted import T_MAP, CriticalOverlap, planted_run, run_amplitude
     problem = Problem(row["activation"], row["link"], eta=row["eta"], steps=row["steps"])
     t_map = min(T_MAP, row["tstar"])
-    law = amplitude_law(DMFTSetup.from_problem(Problem(row["activation"], row["link"], eta=row["eta"], steps=t_map),
-                                               row["delta"], paths=row["spread_paths"], replicas=4,
-                                               response="pathwise"), cache=True)
-    amps = {}
-    for q0, _ in row["runs"]:
-        res = planted_run(problem, row["delta"], q0, row["steps"], paths=row["paths"])
-        amps[q0] = (math.sqrt(float(res.hard_overlap[t_map])) if res.hard_fraction[t_map] <= LINEAR_FRACTION
-                    else None)
+    law = spread(problem, row["delta"], tstar=t_map, paths=row["spread_paths"], law=True)[2]
+    amps = {q0: run_amplitude(planted_run(problem, row["delta"], q0, row["steps"], paths=row["paths"]), t_map)
+            for q0, _ in row["runs"]}
     qc = CriticalOverlap(row["delta"], row["steps"], row["q_low"], row["q_high"], [tuple(r) for r in row["runs"]], amps)
     lo, hi = qc.effective(float(law.growth[t_map]))
     return dict(row, q_eff_low=lo, q_eff_high=hi, t_map=t_map, growth_t_map=float(law.growth[t_map]))
