@@ -73,14 +73,17 @@ against GD restricted to the complement of the hard subspace (tests/test_easy.py
 validation/reports/easy).
 
 Planted hard overlap (``planted``, ``sources`` only).  At d = inf the hard overlaps are 0 during the first
-phase; a run that starts from theta_j^0 = Theta_* M(0) + theta_perp^0 with M_H(0) = ``planted`` (every
-neuron, every hard direction; or M_H = 0 until step ``planted_step`` and ``planted`` there) instead treats
+phase; a run that starts from theta_j^0 = Theta_* M(0) + theta_perp^0 with M_H(0) = ``planted`` (a number:
+every neuron, every hard direction; a tuple of m numbers: M_H,j(0) of neuron j on every hard direction, zeros
+allowed; or M_H = 0 until step ``planted_step`` and ``planted`` there) instead treats
 the hard directions exactly like the easy ones above: they
 join the signal coordinates, u^t = g_S^T M_S(t) + w^t + (memory), and obey the same recursion
     M_S(t+1) = (1 - eta lambda) M_S(t) + eta E[g_S psi^t^T],                                          (7)
 now with an O(1) drift once M_H != 0 (the hard signal term of the gradient grows with M_H).  This is the
 d = inf law of GD from an informed start; ``hard_overlap`` = (1/m) sum_j |M_H,j|^2 and ``hard_fraction`` =
-hard_overlap / ||theta||^2 follow the escape (validation/reports/planted).
+hard_overlap / ||theta||^2 follow the escape (validation/reports/planted).  On N paths the hard drift
+E[g_H psi] carries a Monte Carlo error that is the sample forcing of a data set of n = N samples: with a tuple
+of zeros, M_H(t) is that forcing's response alone (thresholds.forcing, eq. (4)).
 
 Linear response of the hard coordinate (``pathwise``, null case).  A small hard overlap M(t) enters the
 sample side as g M(t); the kernels are even in M, so to first order u^t moves by
@@ -148,7 +151,7 @@ class DMFTSetup:
     loss: str = "square"
     m: int = 1
     sphere: bool = False  # spherical GD: theta rescaled to ||theta|| = rho0 after every step
-    planted: float = 0.0  # overlap M_H of every neuron with every hard direction at step planted_step (eq. (7))
+    planted: float | tuple = 0.0  # M_H at step planted_step (eq. (7)): one number for every neuron, or m numbers
     planted_step: int = 0  # the step at which the hard overlap is set to ``planted`` (0 before it)
 
     @classmethod
@@ -182,8 +185,13 @@ class DMFTSetup:
             raise ThresholdsError("replicas must be >= 1")
         if not (isinstance(self.m, int) and self.m >= 1):
             raise ThresholdsError(f"m must be a positive integer, got {self.m}")
-        if not (isinstance(self.planted, (int, float)) and math.isfinite(self.planted)):
-            raise ThresholdsError(f"planted must be a finite number, got {self.planted!r}")
+        if isinstance(self.planted, tuple):
+            if not (len(self.planted) == self.m and all(isinstance(q, (int, float)) and math.isfinite(q)
+                                                        for q in self.planted)):
+                raise ThresholdsError(f"a per-neuron planted overlap needs m = {self.m} finite numbers, "
+                                      f"got {self.planted!r}")
+        elif not (isinstance(self.planted, (int, float)) and math.isfinite(self.planted)):
+            raise ThresholdsError(f"planted must be a finite number or a tuple of m numbers, got {self.planted!r}")
         if not (isinstance(self.planted_step, int) and 0 <= self.planted_step <= self.steps):
             raise ThresholdsError(f"planted_step must be an integer in [0, steps], got {self.planted_step!r}")
         if self.planted and self.response != "sources":
@@ -248,6 +256,7 @@ class DMFTResult:
     hard_overlap_err: np.ndarray = None
     hard_fraction: np.ndarray = None     # hard_overlap / ||theta||^2 per replica, then mean and s.e.
     hard_fraction_err: np.ndarray = None
+    hard_signal: np.ndarray = None       # M_H,j(t) per replica (replicas, T+1, r_H, m) (planted runs; else None)
 
     def to_json(self, every: int = 1) -> dict:
         steps = []
@@ -517,7 +526,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     for t in range(T + 1):
         P = t * M
         if setup.planted and t <= setup.planted_step:  # eq. (7): M_H = 0 (its d = inf value), then the planted start
-            Msig[t, hard_rows] = setup.planted if t == setup.planted_step else 0.0
+            Msig[t, hard_rows] = np.asarray(setup.planted, dtype=float) if t == setup.planted_step else 0.0
         Bt_t = Bt[t, :, :P]
         C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
                          + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :P]) / delta)
@@ -702,7 +711,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     if setup.planted:  # the last r_H signal rows are the hard directions (_link_split)
         per = np.sum(rows[4][:, :, -split.hard.shape[0]:] ** 2, axis=2).mean(axis=2)   # (replicas, T+1)
         (ho, hoe), (hf, hfe) = mean_se_rows(per), mean_se_rows(per / np.maximum(rows[0], 1e-300))
-        hard = dict(hard_overlap=ho, hard_overlap_err=hoe, hard_fraction=hf, hard_fraction_err=hfe)
+        hard = dict(hard_overlap=ho, hard_overlap_err=hoe, hard_fraction=hf, hard_fraction_err=hfe,
+                    hard_signal=rows[4][:, :, -split.hard.shape[0]:, :])
     if outs[0].hard_kernel is not None:
         hard["hard_kernels"] = [(o.hard_kernel, o.hard_source) for o in outs]
     first = outs[0]
@@ -746,8 +756,12 @@ def _notes(setup, split, replicas, n, Ey, Ey2) -> list:
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error"]
     if setup.planted:
-        notes.append(f"planted start: M_H = {setup.planted:g} at step {setup.planted_step} (0 before) on every hard "
-                     "direction and neuron; the hard directions are the last signal rows (eq. (7))")
+        where = ("every hard direction and neuron" if not isinstance(setup.planted, tuple)
+                 else "every hard direction, per neuron")
+        value = (f"{setup.planted:g}" if not isinstance(setup.planted, tuple)
+                 else "(" + ", ".join(f"{q:g}" for q in setup.planted) + ")")
+        notes.append(f"planted start: M_H = {value} at step {setup.planted_step} (0 before) on {where}; the hard "
+                     "directions are the last signal rows (eq. (7))")
     if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "

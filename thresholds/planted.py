@@ -65,7 +65,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.special import ndtri
-from scipy.stats import norm
+from scipy.stats import chi, norm
 
 from .dmft import DMFTSetup, solve_dmft
 from .errors import ThresholdsError
@@ -107,22 +107,42 @@ class CriticalOverlap:
         return (low, high) if not low > high else (high, low)  # crossed by the noise after t_map: between them
 
 
+def planted_start(q0: float, direction=None):
+    """The DMFT's ``planted`` field for M_H(0) = q0 v: one number when every neuron starts alike (v = None or
+    all entries equal to 1), else the tuple q0 v_j (zeros allowed)."""
+    if direction is None or all(v == 1 for v in direction):
+        return float(q0)
+    return tuple(float(q0 * v) for v in direction)
+
+
 def planted_run(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
-                cache: bool = True):
-    """The planted DMFT from M_H(0) = q0 (one replica of ``paths`` paths, cached on disk unless ``cache`` is
-    False)."""
+                cache: bool = True, direction=None):
+    """The planted DMFT from M_H(0) = q0 v (``direction`` v, m entries with (1/m)|v|^2 = 1; None: every neuron
+    q0), one replica of ``paths`` paths, cached on disk unless ``cache`` is False."""
     if not (q0 > 0 and math.isfinite(q0)):
         raise ThresholdsError(f"a planted overlap must be a positive number, got {q0!r}")
     return solve_dmft(DMFTSetup.from_problem(replace(problem, steps=int(steps)), delta, paths=paths, replicas=1,
-                                             seed=seed, planted=float(q0)), cache=cache)
+                                             seed=seed, planted=planted_start(q0, direction)), cache=cache)
 
 
-def run_amplitude(res, t_map: int):
-    """|M_H(t_map)| of a planted run for eq. (4), or None once its hard fraction at t_map exceeds
-    LINEAR_FRACTION (saturated: the run then counts with its q0)."""
+def mode_amplitude(res, t: int, direction) -> float:
+    """|a_v(t)| = |(1/m) v . M_H(t)| over the hard directions (thresholds.modes, eq. (1)); v = None: every
+    neuron alike, |M_H(t)| in the root mean square over neurons (the m = 1 reading)."""
+    if direction is None or len(direction) == 1:
+        return math.sqrt(float(res.hard_overlap[t]))
+    if res.hard_signal is None:
+        raise ThresholdsError("this cached planted run has no per-neuron hard overlaps; run again without the "
+                              "cache")
+    v = np.asarray(direction, dtype=float)
+    return float(np.linalg.norm(res.hard_signal[:, t].mean(axis=0) @ v / v.size))
+
+
+def run_amplitude(res, t_map: int, direction=None):
+    """The amplitude of a planted run at t_map for eq. (4) (:func:`mode_amplitude`), or None once its hard
+    fraction at t_map exceeds LINEAR_FRACTION (saturated: the run then counts with its q0)."""
     if float(res.hard_fraction[t_map]) > LINEAR_FRACTION:
         return None
-    return math.sqrt(float(res.hard_overlap[t_map]))
+    return mode_amplitude(res, t_map, direction)
 
 
 def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
@@ -133,21 +153,22 @@ def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, path
 
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
                      paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False,
-                     cache: bool = True, t_map: int = None) -> CriticalOverlap:
+                     cache: bool = True, t_map: int = None, direction=None) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
     ``low``/``high`` are moved outward by factors of 2 (at most ``moves`` times) when they do not bracket.
     Past that, ThresholdsError, or with ``bounded`` a one-sided result: [0, q] when the planted DMFT escapes
     from every overlap tried (q_c is below the smallest, or below the DMFT's own Monte Carlo forcing,
     which acts like the sample forcing at d = paths / delta), [q, inf] when it escapes from none.  With
-    ``t_map``, each run's |M_H(t_map)| is kept (``amplitudes``, for eq. (4))."""
+    ``t_map``, each run's |M_H(t_map)| is kept (``amplitudes``, for eq. (4)).  ``direction``: plant along a
+    mode v of the neurons (:func:`planted_run`; the amplitude is then that of the mode)."""
     runs, amplitudes = [], {}
 
     def escapes(q):
-        res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache)
+        res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache, direction=direction)
         frac = float(res.hard_fraction[-1])
         runs.append((q, frac))
         if t_map is not None:
-            amplitudes[q] = run_amplitude(res, t_map)
+            amplitudes[q] = run_amplitude(res, t_map, direction)
         if progress is not None:
             progress(q, frac)
         return frac > 0.5
@@ -205,6 +226,7 @@ class DeltaPoint:
     runs: list = field(default_factory=list)   # [(q0, hard fraction at the horizon), ...]
     q0_low: float = None      # the bracket of the planted q0 itself
     q0_high: float = None
+    dof: int = 1              # dimension of the amplitude's subspace (thresholds.modes, eq. (5))
 
     @property
     def q(self) -> float:
@@ -222,9 +244,17 @@ class DeltaPoint:
         """f_d = sqrt(d) q_c / s - Phi_bar^{-1}(1/4) of eq. (3) (> 0: below the crossing); ``end`` "low" or
         "high" takes the pairing that moves the crossing most (module docstring): (q_c low, s + s.e.),
         (q_c high, s - s.e.)."""
+        return self.ratio(d, end) - QUARTILE
+
+    def ratio(self, d: int, end: str = "mid") -> float:
+        """sqrt(d) q_c / s at one range end (:meth:`margin`)."""
         q, s = {"mid": (self.q, self.s), "low": (self.q_low, self.s + self.s_err),
                 "high": (self.q_high, max(self.s - self.s_err, 1e-12))}[end]
-        return math.sqrt(d) * q / s - QUARTILE
+        return math.sqrt(d) * q / s
+
+    def probability(self, d: int, end: str = "mid") -> float:
+        """The chance that the amplitude's norm exceeds q_c: eq. (2) (``dof`` 1), thresholds.modes eq. (5)."""
+        return float(chi.sf(self.ratio(d, end), self.dof))
 
 
 @dataclass
@@ -263,9 +293,16 @@ class FiniteDPrediction:
                 "horizon_steps": self.problem.steps, "paths": self.paths, "spread_paths": self.spread_paths,
                 "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds,
                 "crossings": [c.to_json() for c in self.crossings],
-                "points": [{"delta": p.delta, "q_c_low": p.q_low, "q_c_high": _number(p.q_high),
-                            "planted_q0_low": p.q0_low, "planted_q0_high": _number(p.q0_high),
-                            "s": p.s, "s_err": p.s_err, "runs": [list(r) for r in p.runs]} for p in self.points]}
+                "points": [_point_json(p) for p in self.points]}
+
+
+def _point_json(p) -> dict:
+    """A DeltaPoint, or a point with one DeltaPoint per mode (thresholds.modes), for JSON."""
+    if hasattr(p, "modes"):
+        return {"delta": p.delta, "modes": {mode: _point_json(q) for mode, q in p.modes.items()}}
+    return {"delta": p.delta, "q_c_low": p.q_low, "q_c_high": _number(p.q_high), "planted_q0_low": p.q0_low,
+            "planted_q0_high": _number(p.q0_high), "s": p.s, "s_err": p.s_err, "dof": p.dof,
+            "runs": [list(r) for r in p.runs]}
 
 
 def _number(value):
@@ -333,53 +370,77 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
     tstar = min(int(tstar), int(problem.steps))  # the effective overlap is taken no later than the horizon
     t_map = min(T_MAP, tstar)
     t0 = time.time()
-    points = {}
 
-    def point(delta):
-        delta = float(delta)
-        if delta in points:
-            return points[delta]
-        below = [p for p in points.values() if p.delta < delta]
-        above = [p for p in points.values() if p.delta > delta]
-        if below and above:   # q_c decreases with delta: the neighbours bracket it
-            low, high = min(above, key=lambda p: p.delta).q_low, max(below, key=lambda p: p.delta).q_high
-        elif points:
-            near = min(points.values(), key=lambda p: abs(math.log(p.delta / delta)))
-            low, high = near.q / 2, near.q * 2
-        else:
-            low, high = 0.01, 0.4
-        if not low > 0:                 # a neighbour with a one-sided q_c gives only one end
-            low = high / 4
-        if not math.isfinite(high):
-            high = low * 4
-        if not low < high:
-            low, high = min(low, high) / 1.5, max(low, high) * 1.5
+    def point(delta, points):
+        low, high = start_bracket(points, delta)
         s, s_err, amp = spread(problem, delta, tstar=tstar, paths=spread_paths, cache=cache, law=True)
         # the DMFT's own forcing as an effective overlap: the forced part of s at d = paths / delta
         noise = math.sqrt(max(s * s - problem.rho0**2, 0.0) * delta / paths)
-        moves = 4 if noise == 0 else min(4, max(0, math.floor(math.log2(low / noise))))
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
-                                                        f"{f:.3f} at step {problem.steps}"), moves=moves, bounded=True,
-                              cache=cache, t_map=t_map)
+                                                        f"{f:.3f} at step {problem.steps}"), moves=noise_moves(low, noise),
+                              bounded=True, cache=cache, t_map=t_map)
         q_low, q_high = qc.effective(float(amp.growth[t_map]))
-        points[delta] = DeltaPoint(delta, q_low, q_high, s, s_err, qc.runs, qc.low, qc.high)
         say(f"delta {delta:g}: q_c in [{q_low:.4g}, {q_high:.4g}] as effective overlaps (planted [{qc.low:.4g}, "
             f"{qc.high:.4g}]), s = {s:.3f} +- {s_err:.2g}")
-        return points[delta]
+        return DeltaPoint(delta, q_low, q_high, s, s_err, qc.runs, qc.low, qc.high)
 
-    point(start)
+    points = solve_grid(point, dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
+                        search_max=search_max)
+    pts = sorted(points.values(), key=lambda p: p.delta)
+    return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
+                             seconds=time.time() - t0)
+
+
+def noise_moves(low: float, noise: float) -> int:
+    """How many times the bisection may halve its lower end before it reaches the DMFT's own forcing."""
+    return 4 if noise == 0 else min(4, max(0, math.floor(math.log2(low / noise))))
+
+
+def start_bracket(points: dict, delta: float, select=lambda p: p):
+    """A first bracket of q_c at ``delta`` from the computed deltas (``select`` picks the DeltaPoint of a
+    computed point): q_c decreases with delta, so neighbours on both sides bracket it."""
+    pts = [select(p) for p in points.values()]
+    below = [p for p in pts if p.delta < delta]
+    above = [p for p in pts if p.delta > delta]
+    if below and above:
+        low, high = min(above, key=lambda p: p.delta).q_low, max(below, key=lambda p: p.delta).q_high
+    elif pts:
+        near = min(pts, key=lambda p: abs(math.log(p.delta / delta)))
+        low, high = near.q / 2, near.q * 2
+    else:
+        low, high = 0.01, 0.4
+    if not low > 0:                 # a neighbour with a one-sided q_c gives only one end
+        low = high / 4
+    if not math.isfinite(high):
+        high = low * 4
+    if not low < high:
+        low, high = min(low, high) / 1.5, max(low, high) * 1.5
+    return low, high
+
+
+def solve_grid(point, dims, *, start, expand, resolution, search_min, search_max) -> dict:
+    """The grid of deltas of :func:`predict` (module docstring, "Solving eq. (3)"): ``point(delta, points)``
+    computes one point (anything with ``delta``, ``bounded`` and ``margin(d, end)``); returns {delta: point}."""
+    points = {}
+
+    def add(delta):
+        delta = float(delta)
+        if delta not in points:
+            points[delta] = point(delta, points)
+
+    add(start)
     # grow down until the lower range end of d_min is bracketed, up until the upper end of d_max is
     while points[min(points)].margin(dims[0], "low") <= 0:
         lowest = min(points)
         if lowest / expand < search_min:
             break
-        point(lowest / expand)
+        add(lowest / expand)
     while points[max(points)].margin(dims[-1], "high") > 0:
         highest = max(points)
         if highest * expand > search_max:
             break
-        point(highest * expand)
+        add(highest * expand)
     while True:   # refine the bracket of every d
         pts = sorted(points.values(), key=lambda p: p.delta)
         todo = set()
@@ -392,7 +453,5 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         if not todo:
             break
         for delta in sorted(todo):
-            point(round(delta, 4))
-    pts = sorted(points.values(), key=lambda p: p.delta)
-    return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
-                             seconds=time.time() - t0)
+            add(round(delta, 4))
+    return points

@@ -58,7 +58,8 @@ class GDSetup:
     m: int = 1
     complement: bool = True
     sphere: bool = False  # rescale every theta_j to norm rho0 after each step
-    planted: float = 0.0  # initial overlap of every theta_j with every hard direction (0: the drawn one)
+    planted: float | tuple = 0.0  # initial overlap with every hard direction: one for every theta_j or one per
+    #                              neuron (0: the drawn one)
     seed: int = 0
     n_test: int = 5_000  # fresh samples for the test loss
     test_loss: bool = True  # False: the test set is drawn (same random stream) but not evaluated (nan)
@@ -263,8 +264,8 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
     Theta = (rng.standard_normal((d, m)) * setup.rho0 / math.sqrt(d)).astype(dtype)
     split = latent_split(link)
     easy, hard = split.easy.astype(dtype), split.hard.astype(dtype)
-    if setup.planted:  # informed start: the hard components of every theta_j set to ``planted``
-        Theta[:k] += hard.T @ (setup.planted - hard @ Theta[:k])
+    if setup.planted:  # informed start: the hard components of theta_j set to ``planted`` (or its entry j)
+        Theta[:k] += hard.T @ (np.asarray(setup.planted, dtype=dtype) - hard @ Theta[:k])
     if setup.complement:
         Theta[:k] = easy.T @ (easy @ Theta[:k])  # keep the easy components only
     Theta0 = Theta.copy()

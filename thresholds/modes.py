@@ -1,0 +1,228 @@
+"""Finite-d success of GD at width m: the modes of the neurons' hard overlaps (thresholds.planted, m >= 1).
+
+At width m each neuron starts with its own hard overlap, M_H,j(0) = rho0 xi_j / sqrt(d) with xi_j iid
+N(0, 1), and the sample forcing moves each of them (thresholds.forcing).  With one a and one b for every
+neuron the neurons are exchangeable in law, so the linearized hard dynamics (thresholds.dmft, eq. (9), with
+m x m kernels) commutes with the permutations of the neurons: by Schur's lemma it acts as one number on the
+symmetric mode v = (1, ..., 1) and as another on the antisymmetric subspace (sum_j v_j = 0, dimension m - 1);
+so does the covariance of the forcing.  With the normalization (1/m)|v|^2 = 1 the amplitude of a mode,
+
+    a_v(t) = (1/m) v . M_H(t),                                                                             (1)
+
+is such that a planted start M_H(0) = q v has hard overlap (1/m) sum_j M_H,j^2 = q^2.  Per mode, as in
+thresholds.planted eq. (1), the amplitude at t* referred back to t = 0 is an effective initial amplitude,
+sqrt(d) a_v,eff ~ N(0, s_v^2) along every direction of the mode's subspace, with
+
+    s_v^2 = rho0^2 / m + V_v(t*) / G_v(t*, 0)^2,                                                           (2)
+
+rho0^2 / m the variance of sqrt(d) a_v(0) and V_v the forced part.  Both are read from the ``sources`` DMFT
+(the pathwise kernels of thresholds.forcing exist for m = 1 only):
+
+    G_v(t, 0) = [a_v(t; +q v) - a_v(t; -q v)] / (2 q)    (an antithetic pair of runs on the same paths)    (3)
+    V_v(t) = (N / delta) Var a_v(t; M_H(0) = 0)          (over replicas of N paths)                         (4)
+
+Eq. (3): the two runs share their paths, so the DMFT's own forcing (even in q) cancels in the difference, and
+so does every even order in q; q = ``GROWTH_Q``.  Eq. (4): on N paths the Monte Carlo error of the hard drift
+E[g_H psi] is the sample forcing of n = N samples (thresholds.dmft, "Planted hard overlap"), so a run from
+M_H = 0 is the forced hard component of GD at d = N / delta, and its variance over independent replicas,
+times that d, is the forced part of eq. (2) in units of d^{-1/2}.  At m = 1 this is a second route to the s
+of thresholds.planted (pathwise kernels K_M, K_F), checked against it in tests/test_modes.py.
+
+Each mode has its critical amplitude q_c,v(delta, T): the smallest planted q along v whose hard fraction
+exceeds 1/2 at the horizon (thresholds.planted.critical_overlap along v), read as an effective amplitude by
+planted eq. (4) with G_v(t_map, 0).  GD escapes when one mode exceeds its own critical amplitude:
+
+    P(delta, d) = 1 - prod_v [1 - chi_sf(sqrt(d) q_c,v / s_v; k_v)],   k_sym = 1,  k_anti = m - 1,          (5)
+
+with chi_sf(x; k) the tail of the chi law with k degrees of freedom (the norm of a standard Gaussian in the
+mode's k-dimensional subspace; 2 Phi_bar(x) for k = 1, planted eq. (2)).  The crossing delta_1/2(d) solves
+P = 1/2 through the margin
+
+    f_d(delta) = Phi_bar^{-1}(P / 2) - Phi_bar^{-1}(1/4),                                                  (6)
+
+which is planted's f_d when one mode has k = 1 and the other is negligible; it is interpolated in delta and
+its range taken as there (every mode at its low, or every mode at its high end).
+
+Approximations, beyond those of thresholds.planted:
+* escape is decided mode by mode: a start with both modes present escapes iff one of them alone would;
+* in the antisymmetric subspace (m > 2) escape depends on the norm of the amplitude only; q_c is computed
+  along one direction, v = (1, -1, 1, -1, ...) (m even; for m odd the last neuron stays at 0);
+* the forced variance (4) is measured at d = N / delta and used at every d, as eq. (2) is d-free;
+* uniform a and b (per-neuron a_j, b_j break the exchangeability: refused).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+from scipy.stats import norm
+
+from .dmft import DMFTSetup, solve_dmft
+from .errors import ThresholdsError, UnsupportedError
+from .planted import (QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing, mode_amplitude,
+                      noise_moves, solve_grid, start_bracket)
+from .problem import Problem, uniform
+
+GROWTH_Q = 0.01   # the planted amplitude of the antithetic pair of eq. (3)
+
+
+def directions(m: int) -> dict:
+    """The modes of eq. (1): {"sym": v} and, for m > 1, {"anti": v} with (1/m)|v|^2 = 1."""
+    out = {"sym": (1.0,) * m}
+    if m > 1:
+        k = m - (m % 2)           # neurons on alternating signs; for odd m the last one stays at 0
+        c = math.sqrt(m / k)
+        out["anti"] = tuple(c * (1 if j % 2 == 0 else -1) if j < k else 0.0 for j in range(m))
+    return out
+
+
+def degrees(mode: str, m: int) -> int:
+    """k_v of eq. (5)."""
+    return 1 if mode == "sym" else m - 1
+
+
+@dataclass
+class ModeSpread:
+    """Eqs. (2)-(4) of one mode at t = 0..t*: the growth G_v(t, 0) and the forced variance V_v(t) with their
+    standard errors over the replicas, and s_v at t*."""
+
+    mode: str
+    delta: float
+    tstar: int
+    growth: np.ndarray
+    growth_err: np.ndarray
+    forced: np.ndarray
+    forced_err: np.ndarray
+    s: float
+    s_err: float
+
+
+def _amplitudes(res, direction) -> np.ndarray:
+    """The signed a_v(t) of eq. (1) per replica (replicas, T+1); with several hard directions (each planted
+    alike), their mean."""
+    v = np.asarray(direction, dtype=float)
+    return (res.hard_signal @ v / v.size).mean(axis=-1)
+
+
+def mode_spreads(problem: Problem, delta: float, *, tstar: int = 50, paths: int = 5_000, replicas: int = 128,
+                 growth_paths: int = 20_000, growth_replicas: int = 8, seed: int = 0, cache: bool = True) -> dict:
+    """{mode: ModeSpread} of eqs. (2)-(4) at ``delta``: one run of ``replicas`` replicas of ``paths`` paths
+    from M_H = 0 for every mode (eq. (4); the relative error of V is about sqrt(2 / replicas), whatever
+    ``paths``), and an antithetic pair of ``growth_replicas`` x ``growth_paths`` per mode (eq. (3)); every
+    run is cached on disk unless ``cache`` is False."""
+    m = problem.m
+    base = replace(problem, steps=int(tstar))
+
+    def run(planted, n, k):
+        return solve_dmft(DMFTSetup.from_problem(base, delta, paths=n * k, replicas=k, seed=seed,
+                                                 planted=planted), cache=cache)
+
+    zero = run((0.0,) * m, paths, replicas)
+    out = {}
+    for mode, v in directions(m).items():
+        plus, minus = (run(tuple(sign * GROWTH_Q * x for x in v), growth_paths, growth_replicas) for sign in (1, -1))
+        G = (_amplitudes(plus, v) - _amplitudes(minus, v)) / (2 * GROWTH_Q)       # eq. (3), per replica
+        a0 = _amplitudes(zero, v)
+        d_eff = paths / delta
+        V = d_eff * np.mean(a0**2, axis=0)                                        # eq. (4): mean zero by symmetry
+        V_err = d_eff * np.std(a0**2, axis=0, ddof=1) / math.sqrt(replicas)
+        g, g_err = G.mean(axis=0), G.std(axis=0, ddof=1) / math.sqrt(growth_replicas)
+        gt, vt = float(g[tstar]), float(V[tstar])
+        s2 = problem.rho0**2 / m + vt / gt**2                                    # eq. (2)
+        # delta method: ds^2 = dV / G^2 - 2 V dG / G^3
+        s2_err = math.hypot(float(V_err[tstar]) / gt**2, 2 * vt * float(g_err[tstar]) / abs(gt) ** 3)
+        out[mode] = ModeSpread(mode, float(delta), int(tstar), g, g_err, V, V_err, math.sqrt(s2),
+                               s2_err / (2 * math.sqrt(s2)))
+    return out
+
+
+@dataclass
+class WidthPoint:
+    """One delta of the width-m prediction: one DeltaPoint per mode (q_c and s of that mode, ``dof`` = k_v)."""
+
+    delta: float
+    modes: dict = field(default_factory=dict)   # mode -> DeltaPoint
+
+    def probability(self, d: int, end: str = "mid") -> float:
+        """Eq. (5)."""
+        stay = 1.0
+        for p in self.modes.values():
+            stay *= 1 - p.probability(d, end)
+        return 1 - stay
+
+    def margin(self, d: int, end: str = "mid") -> float:
+        """Eq. (6) (> 0: below the crossing)."""
+        P = min(max(self.probability(d, end), 1e-300), 1.0)
+        return float(norm.isf(P / 2)) - QUARTILE
+
+    @property
+    def dominant(self) -> DeltaPoint:
+        """The mode with the smallest q_c / s (the one that decides eq. (5) at large d)."""
+        return min(self.modes.values(), key=lambda p: p.q / p.s)
+
+    @property
+    def bounded(self) -> bool:
+        return any(p.bounded for p in self.modes.values())
+
+    q_low = property(lambda self: self.dominant.q_low)
+    q_high = property(lambda self: self.dominant.q_high)
+    q = property(lambda self: self.dominant.q)
+
+
+def refusal(problem: Problem) -> str:
+    """Why :func:`predict` does not cover ``problem`` ('' when it does)."""
+    if problem.sphere:
+        return "the width-m finite-d prediction covers plain GD (no --sphere)"
+    if not (uniform(problem.a) and uniform(problem.b)):
+        return ("the width-m finite-d prediction needs one a and one b for every neuron (its modes rest on the "
+                "neurons' exchangeability)")
+    return ""
+
+
+def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, resolution: float = 0.12,
+            search_min: float = 0.5, search_max: float = 64.0, paths: int = 20_000, spread_paths: int = 5_000,
+            tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None) -> FiniteDPrediction:
+    """delta_1/2(d) of eqs. (5)-(6) for each d at the horizon ``problem.steps`` (the grid of
+    thresholds.planted.predict; points are WidthPoint).  Every DMFT run is cached on disk unless ``cache``
+    is False, so an interrupted prediction resumes.  ``log(text)`` gets one line per DMFT run and per delta."""
+    if refusal(problem):
+        raise UnsupportedError(refusal(problem))
+    if not (0 < search_min < start < search_max and expand > 1 and resolution > 0):
+        raise ThresholdsError("need 0 < search_min < start < search_max, expand > 1 and resolution > 0")
+    dims = sorted({int(d) for d in dims})
+    if not dims or dims[0] < 1:
+        raise ThresholdsError("give at least one dimension d >= 1")
+    say = log or (lambda text: None)
+    tstar = min(int(tstar), int(problem.steps))
+    t_map = min(T_MAP, tstar)
+    t0 = time.time()
+    m = problem.m
+
+    def point(delta, points):
+        spreads = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, seed=seed, cache=cache)
+        modes = {}
+        for mode, v in directions(m).items():
+            sp = spreads[mode]
+            low, high = start_bracket(points, delta, select=lambda p, mode=mode: p.modes[mode])
+            noise = math.sqrt(max(sp.s**2 - problem.rho0**2 / m, 0.0) * delta / paths)  # eq. (4) at d = paths/delta
+            qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths,
+                                  seed=seed, moves=noise_moves(low, noise), bounded=True, cache=cache, t_map=t_map,
+                                  direction=v,
+                                  progress=lambda q, f, mode=mode: say(
+                                      f"delta {delta:g}, {mode}: planted q = {q:.4g} -> hard fraction {f:.3f} at "
+                                      f"step {problem.steps}"))
+            q_low, q_high = qc.effective(float(sp.growth[t_map]))
+            modes[mode] = DeltaPoint(delta, q_low, q_high, sp.s, sp.s_err, qc.runs, qc.low, qc.high,
+                                     dof=degrees(mode, m))
+            say(f"delta {delta:g}, {mode}: q_c in [{q_low:.4g}, {q_high:.4g}] (planted [{qc.low:.4g}, "
+                f"{qc.high:.4g}]), s = {sp.s:.3f} +- {sp.s_err:.2g}")
+        return WidthPoint(float(delta), modes)
+
+    points = solve_grid(point, dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
+                        search_max=search_max)
+    pts = sorted(points.values(), key=lambda p: p.delta)
+    return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
+                             seconds=time.time() - t0)
