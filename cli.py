@@ -930,8 +930,9 @@ def _finite_d_options(dims_help: str):
                          help=dims_help + " Slow: tens of minutes from an empty cache (validation/bench_planted.py); "
                          "every DMFT run is cached, so an interrupted command resumes, and a further d costs little "
                          "when the computed deltas bracket it."),
-            click.option("--finite-paths", default=80_000, show_default=True, type=click.IntRange(1000, 10**7),
-                         help="With --dims: paths of each planted DMFT run (the spread uses twice as many)."),
+            click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
+                         help="With --dims: paths of each planted DMFT run; default 80000 at m = 1 (the spread "
+                         "uses twice as many), 20000 at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5)."),
         ]
@@ -940,9 +941,11 @@ def _finite_d_options(dims_help: str):
 
 
 def _finite_refusal(setup) -> str:
-    """Why the finite-d prediction is not derived for ``setup`` ('' when it is; m = inf has m >= 2 here)."""
-    from thresholds.planted import refusal
-    return refusal(setup.problem)
+    """Why the finite-d prediction is not derived for ``setup`` ('' when it is)."""
+    from thresholds.modes import any_refusal
+    if setup.mean_field:
+        return "the finite-d prediction needs a finite width --m"
+    return any_refusal(setup.problem)
 
 
 def _finite_dims(dims, start, search_max):
@@ -966,7 +969,8 @@ def _finite_dims(dims, start, search_max):
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
 @_finite_d_options("Also predict the finite-d threshold at these d: the delta at which GD succeeds by step "
-                   "--steps with probability 1/2 (planted DMFT + forcing law, thresholds.planted; m = 1).")
+                   "--steps with probability 1/2 (planted DMFT + forcing law: thresholds.planted at m = 1, the neurons' "
+                   "modes of thresholds.modes at m > 1; finite --m only).")
 @_executor_options("searches of --scan", "one search")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
            **kw):
@@ -985,7 +989,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     setup.validate()
     dim_list = _finite_dims(dims, finite_start, setup.search_max)
     if dim_list and (scan_text or _finite_refusal(setup)):
-        abort("--dims (the finite-d prediction) covers one neuron (--m 1), plain GD (no --sphere) and no --scan", 2)
+        abort("--dims (the finite-d prediction): " + (_finite_refusal(setup) or "not with --scan"), 2)
     if scan_text:
         from dataclasses import replace
         name, values = parse_scan(scan_text)
@@ -1058,14 +1062,13 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
 
 
 def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False):
-    """thresholds.planted.predict for the problem of ``setup`` (its grid grown from ``start``), with a log
+    """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``), with a log
     line per DMFT run."""
-    from thresholds.planted import predict
+    from thresholds.modes import prediction
     with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
-        act.begin(f"planted DMFT runs ({paths} paths, {setup.steps} steps each) and spreads")
-        return predict(setup.problem, dims, start=start, search_min=max(setup.search_min, FINITE_LOW),
-                       search_max=setup.search_max, paths=paths, spread_paths=2 * paths, seed=setup.seed,
-                       cache=not no_cache, log=act.line)
+        act.begin(f"planted DMFT runs ({setup.steps} steps each) and spreads")
+        return prediction(setup.problem, dims, paths=paths, start=start, search_min=max(setup.search_min, FINITE_LOW),
+                          search_max=setup.search_max, seed=setup.seed, cache=not no_cache, log=act.line)
 
 
 def _print_finite_d(finite):
@@ -1078,9 +1081,13 @@ def _print_finite_d(finite):
         t.add_row(str(c.d), (f"{c.value:.4g}  [{c.low:.4g}, {c.high:.4g}]" + (f" ({c.note})" if c.note else ""))
                   if c.found else f"not found ({c.note})")
     print_table(t)
-    console.print(escape("computed deltas: " + ", ".join(
-        f"{p.delta:g} (q_c [{p.q_low:.3g}, {p.q_high:.3g}], s {p.s:.2f} +- {p.s_err:.2f})" for p in finite.points)),
-        style="dim")
+    def show_point(p, name=""):
+        if hasattr(p, "modes"):   # one DeltaPoint per mode of the neurons (thresholds.modes)
+            return f"{p.delta:g} (" + "; ".join(show_point(q, mode + ": ") for mode, q in p.modes.items()) + ")"
+        text = f"{name}q_c [{p.q_low:.3g}, {p.q_high:.3g}], s {p.s:.2f} +- {p.s_err:.2f}"
+        return text if name else f"{p.delta:g} ({text})"
+
+    console.print(escape("computed deltas: " + ", ".join(show_point(p) for p in finite.points)), style="dim")
     console.print(f"[dim]{escape(finite.scope)} {finite.seconds:.0f} s.[/]")
 
 
@@ -1090,7 +1097,7 @@ def _print_finite_d(finite):
 @click.option("--widths", default=None, help="Comma-separated widths m (one row each; overrides --m).")
 @_nn_setup_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object with a 'rows' list.")
-@_finite_d_options("Add the finite-d prediction at these d (as `nn --dims`; rows with m = 1, one after the "
+@_finite_d_options("Add the finite-d prediction at these d (as `nn --dims`; rows of finite width, one after the "
                    "other) and the crossing at d of a cached `validate` run at the same fixed horizon "
                    "(--t0 steps*eta --c 0).")
 @_executor_options("rows' searches", "one search")
@@ -1173,7 +1180,8 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
     console.print("[dim]simulated: extrapolated GD crossing from a cached `thresholds validate` run of the same "
                   "setup ('-' when none)[/]")
     if dim_list:
-        console.print(f"[dim]d = D: the finite-d prediction (thresholds.planted, m = 1) at the horizon of {kw['steps']} "
+        console.print(f"[dim]d = D: the finite-d prediction (thresholds.planted at m = 1, thresholds.modes at m > 1) "
+                      f"at the horizon of {kw['steps']} "
                       "steps / the crossing at d of a cached `validate --t0 steps*eta --c 0` run ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):
         console.print(f"[dim]n/a: {escape(note)}[/]")

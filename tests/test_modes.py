@@ -113,3 +113,86 @@ def test_width_prediction_refusals():
         modes.predict(Problem("quad", "phase_retrieval", eta=0.05, steps=10, m=2, sphere=True), [200])
     with pytest.raises(ThresholdsError, match="dimension"):
         modes.predict(Problem("quad", "phase_retrieval", eta=0.05, steps=10, m=2), [])
+    from click.testing import CliRunner
+
+    from cli import main
+    bad = CliRunner().invoke(main, ["nn", "-a", "quad", "--m", "inf", "--dims", "200"])
+    assert bad.exit_code == 2 and "finite width" in bad.output and "Traceback" not in bad.output, bad.output
+
+
+
+def test_width_prediction_of_a_known_law(monkeypatch):
+    """modes.predict at m = 3 on synthetic laws: q_c,sym = 0.5 exp(-delta/2), q_c,anti = 0.3 exp(-delta/2)
+    (brackets +-5%), s_sym = 1.0, s_anti = 1.2.  The crossing must be the root of eq. (5) = 1/2 (brentq on
+    the exact P with chi tails of 1 and 2 degrees of freedom) within the interpolation error, every delta
+    computed once, and each mode planted along its own direction."""
+    from scipy.optimize import brentq
+    from scipy.stats import chi
+
+    from thresholds import planted
+    calls, seen = [], set()
+
+    def fake_spreads(problem, delta, **kw):
+        return {mode: modes.ModeSpread(mode, delta, 50, np.full(60, 4.0), np.zeros(60), np.zeros(60),
+                                       np.zeros(60), s, 0.0)
+                for mode, s in (("sym", 1.0), ("anti", 1.2))}
+
+    def fake_qc(problem, delta, steps, *, direction, **kw):
+        mode = "sym" if all(v == 1 for v in direction) else "anti"
+        seen.add((mode, tuple(direction)))
+        calls.append((mode, delta))
+        q = (0.5 if mode == "sym" else 0.3) * math.exp(-delta / 2)
+        low, high = q / 1.05, q * 1.05
+        return planted.CriticalOverlap(delta, steps, low, high, [(low, 0.2), (high, 0.9)],
+                                       {low: low * 4.0, high: high * 4.0})
+
+    monkeypatch.setattr(modes, "mode_spreads", fake_spreads)
+    monkeypatch.setattr(modes, "critical_overlap", fake_qc)
+    res = modes.predict(Problem("quad", eta=0.05, steps=100, m=3), [400, 1600], start=4.0, resolution=0.05)
+
+    def P(delta, d):
+        qs = 0.5 * math.exp(-delta / 2) / 1.0
+        qa = 0.3 * math.exp(-delta / 2) / 1.2
+        return 1 - (1 - chi.sf(math.sqrt(d) * qs, 1)) * (1 - chi.sf(math.sqrt(d) * qa, 2))
+
+    deltas = [p.delta for p in res.points]
+    for c in res.crossings:
+        root = brentq(lambda x: P(x, c.d) - 0.5, 0.5, 30)
+        h = min(b for b in deltas if b >= c.value) - max(a for a in deltas if a <= c.value)
+        assert c.found and c.value == pytest.approx(root, abs=h * h / 4 + 2e-3), (c, root)
+        assert c.low < c.value < c.high
+    assert len(set(calls)) == len(calls) == 2 * len(res.points)
+    assert seen == {(mode, tuple(v)) for mode, v in modes.directions(3).items()}
+    assert res.to_json()["points"][0]["modes"]["anti"]["dof"] == 2
+
+
+@pytest.mark.slow
+def test_nn_dims_cli_at_width_two(tmp_path):
+    """`thresholds nn --m 2 --dims` end to end (quad / phase retrieval, eta 0.05, a 30-step horizon, small
+    path counts): every computed delta has both modes, each with a q_c bracket, s > 0 and k_v; each crossing
+    is found, bracketed by computed deltas within the resolution and rises with d."""
+    import json
+
+    from click.testing import CliRunner
+
+    from cli import main
+    env = {"THRESHOLDS_CACHE": str(tmp_path)}
+    args = ["nn", "-a", "quad", "--eta", "0.05", "-T", "30", "--m", "2", "--law", "dmft", "--paths", "400",
+            "--replicas", "2", "--search-max", "12", "--dims", "40,20", "--finite-paths", "2000",
+            "--finite-start", "3", "--json"]
+    res = CliRunner().invoke(main, args, env=env)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    pred = out["finite_d_prediction"]
+    for p in pred["points"]:
+        assert set(p["modes"]) == {"sym", "anti"}
+        for mode, q in p["modes"].items():
+            assert q["q_c_low"] < q["q_c_high"] and q["s"] > 0 and q["dof"] == 1   # m - 1 = 1
+    pts = {p["delta"]: p for p in pred["points"]}
+    rows = out["finite_d"]
+    assert [r["d"] for r in rows] == [20, 40] and all(r["found"] for r in rows), rows
+    for r in rows:
+        below = max(d for d in pts if d <= r["value"])
+        above = min(d for d in pts if d >= r["value"])
+        assert above / below <= 1.12 + 1e-9
+    assert rows[0]["value"] <= rows[1]["value"]

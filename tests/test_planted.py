@@ -198,7 +198,8 @@ def test_nn_dims_cli(shared_cache):
         assert math.sqrt(row["d"]) * a[1] >= QUARTILE >= math.sqrt(row["d"]) * b[1]
         assert b[0] / a[0] <= 1.12 + 1e-9
     assert out["finite_d"][0]["value"] <= out["finite_d"][1]["value"]
-    for extra, text in ((["--m", "2", "--finite-start", "4"], "one neuron"),
+    for extra, text in ((["--sphere", "--finite-start", "4"], "sphere"),
+                        (["--m", "2", "--a", "1,-1", "--finite-start", "4"], "one a and one b"),
                         (["--finite-start", "9"], "inside the search range")):
         bad = CliRunner().invoke(main, ["nn"] + CLI_BASE + ["--dims", "60"] + extra, env=env)
         assert bad.exit_code == 2 and text in bad.output and "Traceback" not in bad.output, bad.output

@@ -62,11 +62,14 @@ from scipy.stats import norm
 
 from .dmft import DMFTSetup, solve_dmft
 from .errors import ThresholdsError, UnsupportedError
-from .planted import (QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing, mode_amplitude,
-                      noise_moves, solve_grid, start_bracket)
+from .planted import QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing, noise_moves
+from .planted import predict as planted_predict
+from .planted import refusal as planted_refusal
+from .planted import solve_grid, start_bracket
 from .problem import Problem, uniform
 
 GROWTH_Q = 0.01   # the planted amplitude of the antithetic pair of eq. (3)
+SCOPE = "Width m > 1: not yet checked against GD (validation/reports/planted)."
 
 
 def directions(m: int) -> dict:
@@ -202,7 +205,8 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
     m = problem.m
 
     def point(delta, points):
-        spreads = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, seed=seed, cache=cache)
+        spreads = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, growth_paths=paths, seed=seed,
+                               cache=cache)
         modes = {}
         for mode, v in directions(m).items():
             sp = spreads[mode]
@@ -225,4 +229,21 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
                         search_max=search_max)
     pts = sorted(points.values(), key=lambda p: p.delta)
     return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
-                             seconds=time.time() - t0)
+                             seconds=time.time() - t0, scope=SCOPE)
+
+
+def any_refusal(problem: Problem) -> str:
+    """Why no finite-d prediction covers ``problem`` ('' when one does): thresholds.planted at m = 1, this
+    module at m > 1."""
+    return planted_refusal(problem) if problem.m == 1 else refusal(problem)
+
+
+def prediction(problem: Problem, dims, *, paths: int = None, **options) -> FiniteDPrediction:
+    """The finite-d prediction at any width: thresholds.planted.predict at m = 1 (its spread on twice
+    ``paths``), :func:`predict` at m > 1 (the replicas of eq. (4) with a quarter of ``paths`` each, the
+    ratio of the defaults); ``paths`` None: each one's default."""
+    if problem.m == 1:
+        extra = {} if paths is None else {"paths": paths, "spread_paths": 2 * paths}
+        return planted_predict(problem, dims, **extra, **options)
+    extra = {} if paths is None else {"paths": paths, "spread_paths": max(paths // 4, 500)}
+    return predict(problem, dims, **extra, **options)

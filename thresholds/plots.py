@@ -167,3 +167,25 @@ def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None):
     ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
     ax.set_title(title, fontsize=9)
     _legend_and_save(plt, fig, ax, path)
+
+
+def widths_figure(path, series, *, title=""):
+    """Crossing delta_1/2 against d for several setups (e.g. widths): ``series`` = [(label, predicted,
+    simulated)] with ``predicted`` = [(d, value, low, high)] (line and band) and ``simulated`` = [(d, value,
+    s.e.)] (error bars), one colour per series."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for k, (label, predicted, simulated) in enumerate(series):
+        color = f"C{k}"
+        if predicted:
+            d, v, lo, hi = (np.array(c, dtype=float) for c in zip(*predicted))
+            ax.plot(d, v, "o-", color=color, label=f"{label}: predicted")
+            ax.fill_between(d, lo, hi, color=color, alpha=0.2)
+        if simulated:
+            d, v, e = (np.array(c, dtype=float) for c in zip(*simulated))
+            ax.errorbar(d, v, yerr=e, fmt="s", color=color, mfc="white", capsize=3, label=f"{label}: GD +- s.e.")
+    ax.set_xscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
+    ax.set_title(title, fontsize=9)
+    _legend_and_save(plt, fig, ax, path)

@@ -1,0 +1,147 @@
+"""The width-m finite-d prediction (thresholds.modes) against GD at the same fixed horizon.
+
+``--run`` computes the prediction (every DMFT run cached on disk, so an interrupted run resumes) and writes
+its JSON; ``--summary`` sets it against ``thresholds validate`` reports at the same horizon (``--t0
+steps*eta --c 0``): the crossing per d with the difference in combined standard errors, and P(delta, d) at
+every simulated (d, delta) from eq. (6) of thresholds.modes, interpolated linearly in delta between the
+computed deltas, against the GD success rate with its binomial standard error.  ``--plot`` draws the
+crossings of several widths against d (``--also`` adds other predictions and reports, e.g. m = 1).
+
+Run:  python -m validation.width_planted --run -a quad --eta 0.05 --steps 600 --m 2 --dims 200,400,800,1600 \\
+          --start 3.5 --out validation/reports/planted/width/predicted_quad_m2_T600.json
+      python -m validation.width_planted --summary --pred validation/reports/planted/width/predicted_quad_m2_T600.json \\
+          --gd validation/reports/planted/width/gd_quad_m2_T600/report.md [--plot crossing.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+from pathlib import Path
+
+from scipy.stats import norm
+
+from thresholds.planted import QUARTILE
+from validation.planted_threshold import gd_crossings, gd_rates
+
+
+def run(args) -> dict:
+    import time
+
+    from thresholds import modes
+    from thresholds.problem import Problem
+    problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
+    dims = [int(x) for x in args.dims.split(",")]
+    res = modes.prediction(problem, dims, start=args.start, log=lambda s: print(time.strftime("%H:%M:%S"), s,
+                                                                                  flush=True))
+    out = dict(res.to_json(), activation=args.activation, link=args.link, eta=args.eta, m=args.m)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    for c in res.crossings:
+        print(c)
+    return out
+
+
+def margins(pred: dict, d: int) -> list:
+    """(delta, f_d(delta)) of eq. (6) (thresholds.modes; planted eq. (3) for a one-mode point) at the
+    computed deltas of a prediction's JSON."""
+    from thresholds.modes import WidthPoint
+    from thresholds.planted import DeltaPoint
+
+    def point(p):
+        if "modes" in p:
+            return WidthPoint(p["delta"], {k: point(dict(q, delta=p["delta"])) for k, q in p["modes"].items()})
+        return DeltaPoint(p["delta"], p["q_c_low"], p["q_c_high"] if p["q_c_high"] is not None else math.inf,
+                          p["s"], p["s_err"], dof=p.get("dof", 1))
+
+    return [(p["delta"], point(p).margin(d)) for p in sorted(pred["points"], key=lambda p: p["delta"])]
+
+
+def probability(pred: dict, d: int, delta: float) -> float:
+    """P(delta, d) from f_d interpolated linearly in delta (nan outside the computed deltas)."""
+    f = margins(pred, d)
+    for (a, fa), (b, fb) in zip(f, f[1:]):
+        if a <= delta <= b and math.isfinite(fa) and math.isfinite(fb):
+            x = fa + (fb - fa) * (delta - a) / (b - a)
+            return float(2 * norm.sf(x + QUARTILE))
+    return math.nan
+
+
+def summary(pred: dict, reports: list) -> list:
+    gd, sim = {}, {}
+    for r in reports:
+        gd.update(gd_rates(r))
+        sim.update(gd_crossings(r))
+    lines = [f"Prediction: {pred['method']}, horizon {pred['horizon_steps']} steps, {pred['paths']} paths per planted "
+             f"run, {pred['seconds']:.0f} s.", "",
+             "| d | predicted delta_1/2 [range] | GD crossing +- s.e. | difference / combined s.e. |", "|---|---|---|---|"]
+    for c in pred["crossings"]:
+        d = c["d"]
+        p = (f"{c['value']:.2f} [{c['low']:.2f}, {c['high']:.2f}]" if c["found"] and c["low"] is not None
+             and c["high"] is not None else (f"{c['value']:.2f}" if c["found"] else f"not found ({c['note']})"))
+        if d in sim and c["found"]:
+            v, e = sim[d]
+            half = (c["high"] - c["low"]) / 2 if c["low"] is not None and c["high"] is not None else 0.0
+            z = (c["value"] - v) / math.hypot(e, half)
+            lines.append(f"| {d} | {p} | {v:.2f} +- {e:.2f} | {z:+.1f} |")
+        else:
+            lines.append(f"| {d} | {p} | - | - |")
+    lines += ["", "The combined s.e. takes half the predicted range as the prediction's own s.e.", "",
+              "| d | delta | predicted P | GD successes | GD rate +- s.e. | within 2 s.e. |", "|---|---|---|---|---|---|"]
+    hits = total = 0
+    for (d, delta), (k, n) in sorted(gd.items()):
+        P = probability(pred, d, delta)
+        if not math.isfinite(P):
+            continue
+        rate = k / n
+        se = math.sqrt(max(P * (1 - P), 1e-4) / n)   # binomial s.e. at the predicted rate
+        ok = abs(rate - P) <= 2 * se
+        hits, total = hits + ok, total + 1
+        lines.append(f"| {d} | {delta:g} | {P:.2f} | {k} / {n} | {rate:.2f} +- {se:.2f} | {'yes' if ok else 'no'} |")
+    lines += ["", f"{hits} of {total} simulated points within 2 binomial s.e. (at the predicted rate) of the prediction."]
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--run", action="store_true")
+    ap.add_argument("--summary", action="store_true")
+    ap.add_argument("-a", "--activation", default="quad")
+    ap.add_argument("-l", "--link", default="phase_retrieval")
+    ap.add_argument("--eta", type=float, default=0.05)
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--m", type=int, default=2)
+    ap.add_argument("--dims", default="200,400,800,1600")
+    ap.add_argument("--start", type=float, default=4.0)
+    ap.add_argument("--out", type=Path)
+    ap.add_argument("--pred", type=Path, help="With --summary: the prediction's JSON.")
+    ap.add_argument("--gd", type=Path, nargs="*", default=[], help="With --summary: validate reports (report.md).")
+    ap.add_argument("--plot", type=Path, help="With --summary: crossings against d as a PNG.")
+    ap.add_argument("--also", nargs="*", default=[], metavar="LABEL=PRED.json:REPORT.md[,REPORT.md]",
+                    help="With --plot: further series (e.g. m = 1).")
+    args = ap.parse_args(argv)
+    if args.run:
+        if args.out is None:
+            ap.error("--run needs --out")
+        run(args)
+    if args.summary:
+        pred = json.loads(args.pred.read_text())
+        print("\n".join(summary(pred, args.gd)))
+        if args.plot:
+            from thresholds.plots import widths_figure
+            series = [(f"m = {pred.get('m', '?')}", pred, args.gd)]
+            for item in args.also:
+                label, rest = item.split("=", 1)
+                p, reports = rest.split(":", 1)
+                series.append((label, json.loads(Path(p).read_text()), [Path(r) for r in reports.split(",")]))
+            widths_figure(args.plot, [(label, [(c["d"], c["value"], c["low"], c["high"]) for c in p["crossings"]
+                                               if c["found"] and c["low"] is not None and c["high"] is not None],
+                                       sorted((d, *v) for r in reps for d, v in gd_crossings(r).items()))
+                                      for label, p, reps in series],
+                          title=f"{pred.get('activation', '')} / {pred.get('link', '')}, eta {pred.get('eta', '')}, "
+                                f"horizon {pred['horizon_steps']} steps")
+
+
+if __name__ == "__main__":
+    main()
