@@ -1082,8 +1082,9 @@ def _print_finite_d(finite):
                   if c.found else f"not found ({c.note})")
     print_table(t)
     def show_point(p, name=""):
-        if hasattr(p, "modes"):   # one DeltaPoint per mode of the neurons (thresholds.modes)
-            return f"{p.delta:g} (" + "; ".join(show_point(q, mode + ": ") for mode, q in p.modes.items()) + ")"
+        if hasattr(p, "angles"):   # one DeltaPoint per angle of the neurons' start (thresholds.modes)
+            return f"{p.delta:g} (" + "; ".join(show_point(q, f"phi {math.degrees(phi):.0f}: ")
+                                                 for phi, q in p.angles.items()) + ")"
         text = f"{name}q_c [{p.q_low:.3g}, {p.q_high:.3g}], s {p.s:.2f} +- {p.s_err:.2f}"
         return text if name else f"{p.delta:g} ({text})"
 

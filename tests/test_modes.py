@@ -21,8 +21,10 @@ def test_mode_directions_are_normalized_and_orthogonal(m):
     if m > 1:
         assert sum(dirs["anti"]) == pytest.approx(0.0, abs=1e-12)
         assert np.dot(dirs["anti"], dirs["sym"]) == pytest.approx(0.0, abs=1e-12)
-        assert modes.degrees("anti", m) == m - 1
-    assert modes.degrees("sym", m) == 1
+    for phi in (modes.ANGLES if m > 1 else (0.0,)):
+        u = modes.start_direction(m, phi, 1.1, 0.9)
+        assert np.sum(np.square(u)) / m == pytest.approx(1.0)   # a start of unit hard overlap
+    assert modes.start_direction(m, 0.0, 1.1, 0.9) == (1.0,) * m
 
 
 def test_per_neuron_planted_overlap():
@@ -79,31 +81,34 @@ def test_mode_spread_at_m1_matches_the_pathwise_forcing_law():
     assert sp.s > pr.rho0   # the forcing adds to the initial overlap
 
 
-def test_width_point_combines_the_modes():
-    """Eq. (5) against the tail of a sampled Gaussian norm, and eq. (6) reducing to planted's f_d for one
-    mode with one degree of freedom."""
-    one = DeltaPoint(5.0, 0.04, 0.05, 1.2, 0.0)
-    alone = modes.WidthPoint(5.0, {"sym": one})
+def _sampled_probability(m, d, rc, n, rng, samples=400_000):
+    """Eq. (6) by sampling: sqrt(d) (a_s, a_a) = (s_s Z_0, s_a Z_1..m-1) in whitened coordinates, escape when
+    rho n(phi) > sqrt(d) r_c(phi) at the angle phi of (|Z_0|, |Z_1..|)."""
+    z = rng.standard_normal((samples, m))
+    x, y = np.abs(z[:, 0]), np.linalg.norm(z[:, 1:], axis=1)
+    phi, rho = np.arctan2(y, x), np.linalg.norm(z, axis=1)
+    return float(np.mean(rho * n(phi) > math.sqrt(d) * rc(phi)))
+
+
+@pytest.mark.parametrize("m", [1, 2, 3, 5])
+def test_width_point_probability_against_sampling(m):
+    """Eqs. (5)-(6) against direct sampling of the whitened Gaussian start, with r_c and n varying with the
+    angle (linear between the computed angles, as the point interpolates them); m = 1 is planted eq. (2),
+    and eq. (7) its margin."""
+    rng = np.random.default_rng(m)
+    angles = modes.ANGLES if m > 1 else (0.0,)
+    rc = {phi: 0.05 + 0.02 * phi for phi in angles}
+    n = {phi: 1.1 - 0.1 * math.sin(phi) for phi in angles}
+    point = modes.WidthPoint(5.0, m, {phi: DeltaPoint(5.0, rc[phi], rc[phi], n[phi], 0.0, dof=m) for phi in angles},
+                             grid=721)
+    ratio = lambda phi: np.interp(phi, angles, [rc[p] / n[p] for p in angles])  # noqa: E731
     for d in (100, 400, 1600):
-        assert alone.margin(d) == pytest.approx(one.margin(d), abs=1e-9)
-    anti = DeltaPoint(5.0, 0.02, 0.025, 1.0, 0.0, dof=3)
-    both = modes.WidthPoint(5.0, {"sym": one, "anti": anti})
-    rng = np.random.default_rng(0)
-    d = 400
-    x = rng.standard_normal((200_000, 3))
-    p_anti = np.mean(np.linalg.norm(x, axis=1) > math.sqrt(d) * anti.q / anti.s)
-    assert anti.probability(d) == pytest.approx(p_anti, abs=0.005)
-    p = 1 - (1 - one.probability(d)) * (1 - p_anti)
-    assert both.probability(d) == pytest.approx(p, abs=0.005)
-    assert both.margin(d) == pytest.approx(norm.isf(both.probability(d) / 2) - QUARTILE)
-    assert both.dominant is anti
-    # a second mode only adds escapes: the crossing moves down
-    deltas = [1.5, 2.0, 3.0, 4.0, 5.0, 6.0]
-    single = [modes.WidthPoint(t, {"sym": DeltaPoint(t, 0.3 / t, 0.3 / t, 1.2, 0.0)}) for t in deltas]
-    double = [modes.WidthPoint(t, {"sym": DeltaPoint(t, 0.3 / t, 0.3 / t, 1.2, 0.0),
-                                   "anti": DeltaPoint(t, 0.3 / t, 0.3 / t, 1.2, 0.0)}) for t in deltas]
-    low, high = crossing(double, 100), crossing(single, 100)
-    assert low.found and high.found and low.value < high.value
+        sampled = _sampled_probability(m, d, ratio, lambda phi: np.ones_like(phi), rng)
+        assert point.probability(d) == pytest.approx(sampled, abs=0.004), (m, d)
+        assert point.margin(d) == pytest.approx(norm.isf(point.probability(d) / 2) - QUARTILE)
+    if m == 1:
+        one = point.angles[0.0]
+        assert point.margin(400) == pytest.approx(one.margin(400), abs=1e-9)
 
 
 def test_width_prediction_refusals():
@@ -122,48 +127,53 @@ def test_width_prediction_refusals():
 
 
 def test_width_prediction_of_a_known_law(monkeypatch):
-    """modes.predict at m = 3 on synthetic laws: q_c,sym = 0.5 exp(-delta/2), q_c,anti = 0.3 exp(-delta/2)
-    (brackets +-5%), s_sym = 1.0, s_anti = 1.2.  The crossing must be the root of eq. (5) = 1/2 (brentq on
-    the exact P with chi tails of 1 and 2 degrees of freedom) within the interpolation error, every delta
-    computed once, and each mode planted along its own direction."""
+    """modes.predict at m = 3 on synthetic laws: r_c(phi) = c(phi) exp(-delta/2) with c = 0.5, 0.4, 0.3 at
+    phi = 0, pi/4, pi/2 (brackets +-5%), s_sym = 1.0, s_anti = 1.2.  The crossing must be the root of eq. (6)
+    = 1/2 computed here by adaptive quadrature (scipy.integrate.quad, f(phi) = sin(phi) at m = 3) within the
+    interpolation error; every (delta, angle) computed once; each angle planted along u(phi)."""
+    from scipy.integrate import quad
     from scipy.optimize import brentq
     from scipy.stats import chi
 
     from thresholds import planted
-    calls, seen = [], set()
+    calls = []
+    c = dict(zip(modes.ANGLES, (0.5, 0.4, 0.3)))
+    spreads = {"sym": 1.0, "anti": 1.2}
 
     def fake_spreads(problem, delta, **kw):
         return {mode: modes.ModeSpread(mode, delta, 50, np.full(60, 4.0), np.zeros(60), np.zeros(60),
-                                       np.zeros(60), s, 0.0)
-                for mode, s in (("sym", 1.0), ("anti", 1.2))}
+                                       np.zeros(60), s, 0.0) for mode, s in spreads.items()}
 
-    def fake_qc(problem, delta, steps, *, direction, **kw):
-        mode = "sym" if all(v == 1 for v in direction) else "anti"
-        seen.add((mode, tuple(direction)))
-        calls.append((mode, delta))
-        q = (0.5 if mode == "sym" else 0.3) * math.exp(-delta / 2)
+    def fake_qc(problem, delta, steps, *, direction, reading, **kw):
+        phi = next(p for p in modes.ANGLES
+                   if np.allclose(direction, modes.start_direction(3, p, spreads["sym"], spreads["anti"])))
+        calls.append((phi, delta))
+        q = c[phi] * math.exp(-delta / 2)
         low, high = q / 1.05, q * 1.05
-        return planted.CriticalOverlap(delta, steps, low, high, [(low, 0.2), (high, 0.9)],
-                                       {low: low * 4.0, high: high * 4.0})
+        return planted.CriticalOverlap(delta, steps, low, high, [(low, 0.2), (high, 0.9)], {low: low, high: high})
 
     monkeypatch.setattr(modes, "mode_spreads", fake_spreads)
     monkeypatch.setattr(modes, "critical_overlap", fake_qc)
     res = modes.predict(Problem("quad", eta=0.05, steps=100, m=3), [400, 1600], start=4.0, resolution=0.05)
 
+    def n(phi):
+        return math.hypot(spreads["sym"] * math.cos(phi), spreads["anti"] * math.sin(phi))
+
     def P(delta, d):
-        qs = 0.5 * math.exp(-delta / 2) / 1.0
-        qa = 0.3 * math.exp(-delta / 2) / 1.2
-        return 1 - (1 - chi.sf(math.sqrt(d) * qs, 1)) * (1 - chi.sf(math.sqrt(d) * qa, 2))
+        x = [math.sqrt(d) * c[p] * math.exp(-delta / 2) / n(p) for p in modes.ANGLES]
+        return quad(lambda phi: math.sin(phi) * chi.sf(np.interp(phi, modes.ANGLES, x), 3), 0, math.pi / 2,
+                    points=modes.ANGLES[1:2])[0]
 
     deltas = [p.delta for p in res.points]
-    for c in res.crossings:
-        root = brentq(lambda x: P(x, c.d) - 0.5, 0.5, 30)
-        h = min(b for b in deltas if b >= c.value) - max(a for a in deltas if a <= c.value)
-        assert c.found and c.value == pytest.approx(root, abs=h * h / 4 + 2e-3), (c, root)
-        assert c.low < c.value < c.high
-    assert len(set(calls)) == len(calls) == 2 * len(res.points)
-    assert seen == {(mode, tuple(v)) for mode, v in modes.directions(3).items()}
-    assert res.to_json()["points"][0]["modes"]["anti"]["dof"] == 2
+    for cr in res.crossings:
+        root = brentq(lambda x: P(x, cr.d) - 0.5, 0.5, 30)
+        h = min(b for b in deltas if b >= cr.value) - max(a for a in deltas if a <= cr.value)
+        assert cr.found and cr.value == pytest.approx(root, abs=h * h / 4 + 2e-3), (cr, root)
+        assert cr.low < cr.value < cr.high
+    assert len(set(calls)) == len(calls) == 3 * len(res.points)
+    assert {phi for phi, _ in calls} == set(modes.ANGLES)
+    first = res.to_json()["points"][0]
+    assert len(first["angles"]) == 3 and all(q["dof"] == 3 for q in first["angles"].values())
 
 
 @pytest.mark.slow
@@ -185,9 +195,9 @@ def test_nn_dims_cli_at_width_two(tmp_path):
     out = json.loads(res.stdout)
     pred = out["finite_d_prediction"]
     for p in pred["points"]:
-        assert set(p["modes"]) == {"sym", "anti"}
-        for mode, q in p["modes"].items():
-            assert q["q_c_low"] < q["q_c_high"] and q["s"] > 0 and q["dof"] == 1   # m - 1 = 1
+        assert len(p["angles"]) == 3
+        for q in p["angles"].values():
+            assert q["q_c_low"] < q["q_c_high"] and q["s"] > 0 and q["dof"] == 2
     pts = {p["delta"]: p for p in pred["points"]}
     rows = out["finite_d"]
     assert [r["d"] for r in rows] == [20, 40] and all(r["found"] for r in rows), rows

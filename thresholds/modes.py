@@ -1,11 +1,12 @@
-"""Finite-d success of GD at width m: the modes of the neurons' hard overlaps (thresholds.planted, m >= 1).
+"""Finite-d success of GD at width m: the neurons' hard overlaps in the plane of their two modes (m >= 1).
 
 At width m each neuron starts with its own hard overlap, M_H,j(0) = rho0 xi_j / sqrt(d) with xi_j iid
 N(0, 1), and the sample forcing moves each of them (thresholds.forcing).  With one a and one b for every
 neuron the neurons are exchangeable in law, so the linearized hard dynamics (thresholds.dmft, eq. (9), with
 m x m kernels) commutes with the permutations of the neurons: by Schur's lemma it acts as one number on the
-symmetric mode v = (1, ..., 1) and as another on the antisymmetric subspace (sum_j v_j = 0, dimension m - 1);
-so does the covariance of the forcing.  With the normalization (1/m)|v|^2 = 1 the amplitude of a mode,
+symmetric mode v_s = (1, ..., 1) and as another on the antisymmetric subspace (sum_j v_j = 0, dimension
+m - 1); so does the covariance of the forcing.  With the normalization (1/m)|v|^2 = 1 the amplitude of a
+mode,
 
     a_v(t) = (1/m) v . M_H(t),                                                                             (1)
 
@@ -28,25 +29,37 @@ M_H = 0 is the forced hard component of GD at d = N / delta, and its variance ov
 times that d, is the forced part of eq. (2) in units of d^{-1/2}.  At m = 1 this is a second route to the s
 of thresholds.planted (pathwise kernels K_M, K_F), checked against it in tests/test_modes.py.
 
-Each mode has its critical amplitude q_c,v(delta, T): the smallest planted q along v whose hard fraction
-exceeds 1/2 at the horizon (thresholds.planted.critical_overlap along v), read as an effective amplitude by
-planted eq. (4) with G_v(t_map, 0).  GD escapes when one mode exceeds its own critical amplitude:
+Escape is not decided mode by mode: the planted DMFT escapes from one neuron at 0.1 and the other at 0
+(quad, delta 3.5, T = 600: hard fraction 0.76), whose mode amplitudes, 0.05 each, are both below the
+critical amplitudes of the pure modes (0.063-0.080).  So the critical amplitude is taken as a function of the
+direction of the start in the plane of the two modes.  In whitened coordinates x = sqrt(d) a_s / s_s,
+y = sqrt(d) |a_a| / s_a (|a_a| the norm in the antisymmetric subspace), (x, y) = rho (cos phi, sin phi) with
+rho ~ chi_m independent of phi, and phi in [0, pi/2] (the signs of a_s and of a_a are symmetries: M_H -> -M_H
+and the exchange of neurons) has the density
 
-    P(delta, d) = 1 - prod_v [1 - chi_sf(sqrt(d) q_c,v / s_v; k_v)],   k_sym = 1,  k_anti = m - 1,          (5)
+    f(phi) = sin^{m-2}(phi) / int_0^{pi/2} sin^{m-2}   (uniform for m = 2).                                (5)
 
-with chi_sf(x; k) the tail of the chi law with k degrees of freedom (the norm of a standard Gaussian in the
-mode's k-dimensional subspace; 2 Phi_bar(x) for k = 1, planted eq. (2)).  The crossing delta_1/2(d) solves
-P = 1/2 through the margin
+A start along phi is M_H(0) = r u(phi), u = (s_s cos phi v_s + s_a sin phi v_a) / n(phi),
+n(phi)^2 = s_s^2 cos^2 phi + s_a^2 sin^2 phi, whose amplitude r is sqrt(d)-scaled as rho n(phi).  With
+r_c(phi) the critical amplitude along u (thresholds.planted.critical_overlap along u, read by planted eq. (4)
+mode by mode, r_eff = |(a_s(t_map) / G_s, a_a(t_map) / G_a)|),
 
-    f_d(delta) = Phi_bar^{-1}(P / 2) - Phi_bar^{-1}(1/4),                                                  (6)
+    P(delta, d) = int_0^{pi/2} f(phi) chi_sf(sqrt(d) r_c(phi) / n(phi); m) dphi,                           (6)
 
-which is planted's f_d when one mode has k = 1 and the other is negligible; it is interpolated in delta and
-its range taken as there (every mode at its low, or every mode at its high end).
+chi_sf(x; k) the tail of the chi law with k degrees of freedom (2 Phi_bar(x) for k = 1, so that m = 1, where
+only phi = 0 exists, is planted eq. (2)).  r_c is computed at the angles ``ANGLES`` and sqrt(d) r_c / n is
+interpolated linearly in phi between them.  The crossing delta_1/2(d) solves P = 1/2 through the margin
+
+    f_d(delta) = Phi_bar^{-1}(P / 2) - Phi_bar^{-1}(1/4),                                                  (7)
+
+planted's f_d at m = 1; it is interpolated in delta and its range taken as there (every angle at its low
+end with n + s.e., or at its high end with n - s.e.).
 
 Approximations, beyond those of thresholds.planted:
-* escape is decided mode by mode: a start with both modes present escapes iff one of them alone would;
-* in the antisymmetric subspace (m > 2) escape depends on the norm of the amplitude only; q_c is computed
-  along one direction, v = (1, -1, 1, -1, ...) (m even; for m odd the last neuron stays at 0);
+* r_c(phi) linear between the computed angles (0, pi/4, pi/2);
+* for m > 2, escape depends on the start through a_s and the norm of its antisymmetric part only; r_c is
+  computed along one antisymmetric direction, v_a = (1, -1, 1, -1, ...) (m even; for m odd the last neuron
+  stays at 0);
 * the forced variance (4) is measured at d = N / delta and used at every d, as eq. (2) is d-free;
 * uniform a and b (per-neuron a_j, b_j break the exchangeability: refused).
 """
@@ -58,11 +71,12 @@ import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
-from scipy.stats import norm
+from scipy.stats import chi, norm
 
 from .dmft import DMFTSetup, solve_dmft
 from .errors import ThresholdsError, UnsupportedError
-from .planted import QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing, noise_moves
+from .planted import (LINEAR_FRACTION, QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing,
+                      mode_amplitude, noise_moves)
 from .planted import predict as planted_predict
 from .planted import refusal as planted_refusal
 from .planted import solve_grid, start_bracket
@@ -80,11 +94,6 @@ def directions(m: int) -> dict:
         c = math.sqrt(m / k)
         out["anti"] = tuple(c * (1 if j % 2 == 0 else -1) if j < k else 0.0 for j in range(m))
     return out
-
-
-def degrees(mode: str, m: int) -> int:
-    """k_v of eq. (5)."""
-    return 1 if mode == "sym" else m - 1
 
 
 @dataclass
@@ -142,33 +151,61 @@ def mode_spreads(problem: Problem, delta: float, *, tstar: int = 50, paths: int 
     return out
 
 
+ANGLES = (0.0, math.pi / 4, math.pi / 2)   # the angles phi of eq. (6) at which r_c is computed (m > 1)
+
+
+def angle_density(m: int, phi: np.ndarray) -> np.ndarray:
+    """f(phi) of eq. (5) on an evenly spaced grid, as trapezoid weights that sum to 1."""
+    w = np.sin(phi) ** (m - 2) if m > 2 else np.ones_like(phi)
+    w = w.astype(float).copy()
+    w[0], w[-1] = w[0] / 2, w[-1] / 2
+    return w / w.sum()
+
+
+def start_direction(m: int, phi: float, s_sym: float, s_anti: float) -> tuple:
+    """u(phi) of eq. (6): the per-neuron start of unit amplitude along the angle phi of the whitened plane."""
+    v = directions(m)
+    c, sn = (0.0 if abs(x) < 1e-12 else x for x in (math.cos(phi), math.sin(phi)))  # the pure modes exactly
+    ws, wa = s_sym * c, s_anti * sn
+    norm_ = math.hypot(ws, wa)
+    ws, wa = ws / norm_, wa / norm_
+    anti = v.get("anti", (0.0,) * m)
+    return tuple(ws * x + wa * y for x, y in zip(v["sym"], anti))
+
+
 @dataclass
 class WidthPoint:
-    """One delta of the width-m prediction: one DeltaPoint per mode (q_c and s of that mode, ``dof`` = k_v)."""
+    """One delta of the width-m prediction: per angle phi of eq. (6) a DeltaPoint with the r_c bracket as
+    effective amplitudes, s = n(phi) and its standard error, dof = m."""
 
     delta: float
-    modes: dict = field(default_factory=dict)   # mode -> DeltaPoint
+    m: int
+    angles: dict = field(default_factory=dict)   # phi -> DeltaPoint
+    grid: int = 91                               # quadrature points of eq. (6) on [0, pi/2]
 
     def probability(self, d: int, end: str = "mid") -> float:
-        """Eq. (5)."""
-        stay = 1.0
-        for p in self.modes.values():
-            stay *= 1 - p.probability(d, end)
-        return 1 - stay
+        """Eq. (6) (eq. (2) of thresholds.planted at m = 1)."""
+        phis = sorted(self.angles)
+        x = np.array([self.angles[p].ratio(d, end) for p in phis])
+        if len(phis) == 1:
+            return float(chi.sf(x[0], self.m))
+        grid = np.linspace(phis[0], phis[-1], self.grid)
+        xs = np.interp(grid, phis, x)
+        return float(angle_density(self.m, grid) @ chi.sf(xs, self.m))
 
     def margin(self, d: int, end: str = "mid") -> float:
-        """Eq. (6) (> 0: below the crossing)."""
+        """Eq. (7) (> 0: below the crossing)."""
         P = min(max(self.probability(d, end), 1e-300), 1.0)
         return float(norm.isf(P / 2)) - QUARTILE
 
     @property
     def dominant(self) -> DeltaPoint:
-        """The mode with the smallest q_c / s (the one that decides eq. (5) at large d)."""
-        return min(self.modes.values(), key=lambda p: p.q / p.s)
+        """The angle with the smallest r_c / n (the one that decides eq. (6) at large d)."""
+        return min(self.angles.values(), key=lambda p: p.q / p.s)
 
     @property
     def bounded(self) -> bool:
-        return any(p.bounded for p in self.modes.values())
+        return any(p.bounded for p in self.angles.values())
 
     q_low = property(lambda self: self.dominant.q_low)
     q_high = property(lambda self: self.dominant.q_high)
@@ -205,25 +242,34 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
     m = problem.m
 
     def point(delta, points):
-        spreads = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, growth_paths=paths, seed=seed,
-                               cache=cache)
-        modes = {}
-        for mode, v in directions(m).items():
-            sp = spreads[mode]
-            low, high = start_bracket(points, delta, select=lambda p, mode=mode: p.modes[mode])
-            noise = math.sqrt(max(sp.s**2 - problem.rho0**2 / m, 0.0) * delta / paths)  # eq. (4) at d = paths/delta
+        sp = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, growth_paths=paths, seed=seed,
+                          cache=cache)
+        sym, anti = sp["sym"], sp.get("anti", sp["sym"])
+        v = directions(m)
+
+        def reading(res):   # planted eq. (4) mode by mode: r_eff = |(a_s / G_s, a_a / G_a)| at t_map
+            if float(res.hard_fraction[t_map]) > LINEAR_FRACTION:
+                return None
+            return math.hypot(*(mode_amplitude(res, t_map, v[k]) / float(sp[k].growth[t_map]) for k in sp))
+
+        angles = {}
+        for phi in (ANGLES if m > 1 else (0.0,)):
+            u = start_direction(m, phi, sym.s, anti.s)
+            n = math.hypot(sym.s * math.cos(phi), anti.s * math.sin(phi))
+            n_err = math.hypot(sym.s * sym.s_err * math.cos(phi) ** 2, anti.s * anti.s_err * math.sin(phi) ** 2) / n
+            low, high = start_bracket(points, delta, select=lambda p, phi=phi: p.angles[phi])
+            noise = math.sqrt(max(n * n - problem.rho0**2 / m, 0.0) * delta / paths)  # eq. (4) at d = paths/delta
             qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths,
-                                  seed=seed, moves=noise_moves(low, noise), bounded=True, cache=cache, t_map=t_map,
-                                  direction=v,
-                                  progress=lambda q, f, mode=mode: say(
-                                      f"delta {delta:g}, {mode}: planted q = {q:.4g} -> hard fraction {f:.3f} at "
-                                      f"step {problem.steps}"))
-            q_low, q_high = qc.effective(float(sp.growth[t_map]))
-            modes[mode] = DeltaPoint(delta, q_low, q_high, sp.s, sp.s_err, qc.runs, qc.low, qc.high,
-                                     dof=degrees(mode, m))
-            say(f"delta {delta:g}, {mode}: q_c in [{q_low:.4g}, {q_high:.4g}] (planted [{qc.low:.4g}, "
-                f"{qc.high:.4g}]), s = {sp.s:.3f} +- {sp.s_err:.2g}")
-        return WidthPoint(float(delta), modes)
+                                  seed=seed, moves=noise_moves(low, noise), bounded=True, cache=cache,
+                                  direction=u, reading=reading,
+                                  progress=lambda q, f, phi=phi: say(
+                                      f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: planted r = {q:.4g} -> "
+                                      f"hard fraction {f:.3f} at step {problem.steps}"))
+            q_low, q_high = qc.effective(1.0)
+            angles[phi] = DeltaPoint(delta, q_low, q_high, n, n_err, qc.runs, qc.low, qc.high, dof=m)
+            say(f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: r_c in [{q_low:.4g}, {q_high:.4g}] (planted "
+                f"[{qc.low:.4g}, {qc.high:.4g}]), n = {n:.3f} +- {n_err:.2g}")
+        return WidthPoint(float(delta), m, angles)
 
     points = solve_grid(point, dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
                         search_max=search_max)

@@ -153,21 +153,24 @@ def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, path
 
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
                      paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False,
-                     cache: bool = True, t_map: int = None, direction=None) -> CriticalOverlap:
+                     cache: bool = True, t_map: int = None, direction=None, reading=None) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
     ``low``/``high`` are moved outward by factors of 2 (at most ``moves`` times) when they do not bracket.
     Past that, ThresholdsError, or with ``bounded`` a one-sided result: [0, q] when the planted DMFT escapes
     from every overlap tried (q_c is below the smallest, or below the DMFT's own Monte Carlo forcing,
     which acts like the sample forcing at d = paths / delta), [q, inf] when it escapes from none.  With
     ``t_map``, each run's |M_H(t_map)| is kept (``amplitudes``, for eq. (4)).  ``direction``: plant along a
-    mode v of the neurons (:func:`planted_run`; the amplitude is then that of the mode)."""
+    mode v of the neurons (:func:`planted_run`; the amplitude is then that of the mode); ``reading(res)``
+    replaces :func:`run_amplitude` as the kept amplitude."""
     runs, amplitudes = [], {}
 
     def escapes(q):
         res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache, direction=direction)
         frac = float(res.hard_fraction[-1])
         runs.append((q, frac))
-        if t_map is not None:
+        if reading is not None:
+            amplitudes[q] = reading(res)
+        elif t_map is not None:
             amplitudes[q] = run_amplitude(res, t_map, direction)
         if progress is not None:
             progress(q, frac)
@@ -297,9 +300,9 @@ class FiniteDPrediction:
 
 
 def _point_json(p) -> dict:
-    """A DeltaPoint, or a point with one DeltaPoint per mode (thresholds.modes), for JSON."""
-    if hasattr(p, "modes"):
-        return {"delta": p.delta, "modes": {mode: _point_json(q) for mode, q in p.modes.items()}}
+    """A DeltaPoint, or a point with one DeltaPoint per angle (thresholds.modes), for JSON."""
+    if hasattr(p, "angles"):   # thresholds.modes: one DeltaPoint per angle phi of its eq. (6)
+        return {"delta": p.delta, "m": p.m, "angles": {f"{phi:.6f}": _point_json(q) for phi, q in p.angles.items()}}
     return {"delta": p.delta, "q_c_low": p.q_low, "q_c_high": _number(p.q_high), "planted_q0_low": p.q0_low,
             "planted_q0_high": _number(p.q0_high), "s": p.s, "s_err": p.s_err, "dof": p.dof,
             "runs": [list(r) for r in p.runs]}

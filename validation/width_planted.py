@@ -50,8 +50,9 @@ def margins(pred: dict, d: int) -> list:
     from thresholds.planted import DeltaPoint
 
     def point(p):
-        if "modes" in p:
-            return WidthPoint(p["delta"], {k: point(dict(q, delta=p["delta"])) for k, q in p["modes"].items()})
+        if "angles" in p:
+            return WidthPoint(p["delta"], p["m"], {float(k): point(dict(q, delta=p["delta"]))
+                                                   for k, q in p["angles"].items()})
         return DeltaPoint(p["delta"], p["q_c_low"], p["q_c_high"] if p["q_c_high"] is not None else math.inf,
                           p["s"], p["s_err"], dof=p.get("dof", 1))
 
