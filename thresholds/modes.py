@@ -222,6 +222,46 @@ def refusal(problem: Problem) -> str:
     return ""
 
 
+def width_point(problem: Problem, delta: float, points: dict = None, *, paths: int = 20_000,
+                spread_paths: int = 5_000, tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True,
+                log=None) -> WidthPoint:
+    """One delta of eq. (6): the spreads (eqs. (2)-(4)) and r_c at every angle (``points``: computed deltas whose
+    brackets start the bisections; ``log(text)``: one line per DMFT run and per angle)."""
+    points = points or {}
+    say = log or (lambda text: None)
+    tstar = min(int(tstar), int(problem.steps))
+    t_map = min(T_MAP, tstar)
+    m = problem.m
+    sp = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, growth_paths=paths, seed=seed,
+                      cache=cache)
+    sym, anti = sp["sym"], sp.get("anti", sp["sym"])
+    v = directions(m)
+
+    def reading(res):   # planted eq. (4) mode by mode: r_eff = |(a_s / G_s, a_a / G_a)| at t_map
+        if float(res.hard_fraction[t_map]) > LINEAR_FRACTION:
+            return None
+        return math.hypot(*(mode_amplitude(res, t_map, v[k]) / float(sp[k].growth[t_map]) for k in sp))
+
+    angles = {}
+    for phi in (ANGLES if m > 1 else (0.0,)):
+        u = start_direction(m, phi, sym.s, anti.s)
+        n = math.hypot(sym.s * math.cos(phi), anti.s * math.sin(phi))
+        n_err = math.hypot(sym.s * sym.s_err * math.cos(phi) ** 2, anti.s * anti.s_err * math.sin(phi) ** 2) / n
+        low, high = start_bracket(points, delta, select=lambda p, phi=phi: p.angles[phi])
+        noise = math.sqrt(max(n * n - problem.rho0**2 / m, 0.0) * delta / paths)  # eq. (4) at d = paths/delta
+        qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths,
+                              seed=seed, moves=noise_moves(low, noise), bounded=True, cache=cache,
+                              direction=u, reading=reading,
+                              progress=lambda q, f, phi=phi: say(
+                                  f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: planted r = {q:.4g} -> "
+                                  f"hard fraction {f:.3f} at step {problem.steps}"))
+        q_low, q_high = qc.effective(1.0)
+        angles[phi] = DeltaPoint(delta, q_low, q_high, n, n_err, qc.runs, qc.low, qc.high, dof=m)
+        say(f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: r_c in [{q_low:.4g}, {q_high:.4g}] (planted "
+            f"[{qc.low:.4g}, {qc.high:.4g}]), n = {n:.3f} +- {n_err:.2g}")
+    return WidthPoint(float(delta), m, angles)
+
+
 def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, resolution: float = 0.12,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = 20_000, spread_paths: int = 5_000,
             tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None) -> FiniteDPrediction:
@@ -237,39 +277,11 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
         raise ThresholdsError("give at least one dimension d >= 1")
     say = log or (lambda text: None)
     tstar = min(int(tstar), int(problem.steps))
-    t_map = min(T_MAP, tstar)
     t0 = time.time()
-    m = problem.m
 
     def point(delta, points):
-        sp = mode_spreads(problem, delta, tstar=tstar, paths=spread_paths, growth_paths=paths, seed=seed,
-                          cache=cache)
-        sym, anti = sp["sym"], sp.get("anti", sp["sym"])
-        v = directions(m)
-
-        def reading(res):   # planted eq. (4) mode by mode: r_eff = |(a_s / G_s, a_a / G_a)| at t_map
-            if float(res.hard_fraction[t_map]) > LINEAR_FRACTION:
-                return None
-            return math.hypot(*(mode_amplitude(res, t_map, v[k]) / float(sp[k].growth[t_map]) for k in sp))
-
-        angles = {}
-        for phi in (ANGLES if m > 1 else (0.0,)):
-            u = start_direction(m, phi, sym.s, anti.s)
-            n = math.hypot(sym.s * math.cos(phi), anti.s * math.sin(phi))
-            n_err = math.hypot(sym.s * sym.s_err * math.cos(phi) ** 2, anti.s * anti.s_err * math.sin(phi) ** 2) / n
-            low, high = start_bracket(points, delta, select=lambda p, phi=phi: p.angles[phi])
-            noise = math.sqrt(max(n * n - problem.rho0**2 / m, 0.0) * delta / paths)  # eq. (4) at d = paths/delta
-            qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths,
-                                  seed=seed, moves=noise_moves(low, noise), bounded=True, cache=cache,
-                                  direction=u, reading=reading,
-                                  progress=lambda q, f, phi=phi: say(
-                                      f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: planted r = {q:.4g} -> "
-                                      f"hard fraction {f:.3f} at step {problem.steps}"))
-            q_low, q_high = qc.effective(1.0)
-            angles[phi] = DeltaPoint(delta, q_low, q_high, n, n_err, qc.runs, qc.low, qc.high, dof=m)
-            say(f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: r_c in [{q_low:.4g}, {q_high:.4g}] (planted "
-                f"[{qc.low:.4g}, {qc.high:.4g}]), n = {n:.3f} +- {n_err:.2g}")
-        return WidthPoint(float(delta), m, angles)
+        return width_point(problem, delta, points, paths=paths, spread_paths=spread_paths, tstar=tstar, ratio=ratio,
+                           seed=seed, cache=cache, log=say)
 
     points = solve_grid(point, dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
                         search_max=search_max)

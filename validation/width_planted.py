@@ -7,7 +7,9 @@ every simulated (d, delta) from eq. (6) of thresholds.modes, interpolated linear
 computed deltas, against the GD success rate with its binomial standard error.  ``--plot`` draws the
 crossings of several widths against d (``--also`` adds other predictions and reports, e.g. m = 1).
 
-Run:  python -m validation.width_planted --run -a quad --eta 0.05 --steps 600 --m 2 --dims 200,400,800,1600 \\
+Run:  python -m validation.width_planted --deltas 3,3.5 --points DIR -a quad --eta 0.05 --steps 600 --m 2
+      python -m validation.width_planted --combine --points DIR --dims 200,400,800,1600 --out PRED.json
+      python -m validation.width_planted --run -a quad --eta 0.05 --steps 600 --m 2 --dims 200,400,800,1600 \\
           --start 3.5 --out validation/reports/planted/width/predicted_quad_m2_T600.json
       python -m validation.width_planted --summary --pred validation/reports/planted/width/predicted_quad_m2_T600.json \\
           --gd validation/reports/planted/width/gd_quad_m2_T600/report.md [--plot crossing.png]
@@ -43,20 +45,55 @@ def run(args) -> dict:
     return out
 
 
+def run_points(args):
+    """One JSON per delta of ``--deltas`` in ``--points`` (thresholds.modes.width_point), for processes that
+    share the work; ``--combine`` then turns the directory into a prediction."""
+    import time
+
+    from thresholds import modes
+    from thresholds.planted import _point_json
+    from thresholds.problem import Problem
+    problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
+    args.points.mkdir(parents=True, exist_ok=True)
+    for delta in (float(x) for x in args.deltas.split(",")):
+        t0 = time.time()
+        p = modes.width_point(problem, delta, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True))
+        row = dict(_point_json(p), seconds=time.time() - t0, activation=args.activation, link=args.link,
+                   eta=args.eta, steps=args.steps)
+        (args.points / f"delta_{delta:g}.json").write_text(json.dumps(row, indent=1) + "\n")
+
+
+def combine(args) -> dict:
+    """The prediction's JSON (crossings at ``--dims``) from the point files of :func:`run_points`."""
+    from thresholds.planted import crossing
+    rows = [json.loads(f.read_text()) for f in sorted(args.points.glob("delta_*.json"))]
+    pts = [_point(r) for r in sorted(rows, key=lambda r: r["delta"])]
+    dims = [int(x) for x in args.dims.split(",")]
+    first = rows[0]
+    out = {"method": "planted DMFT in the plane of the neurons' modes (thresholds.modes, eqs. (1)-(7))",
+           "activation": first["activation"], "link": first["link"], "eta": first["eta"], "m": first["m"],
+           "horizon_steps": first["steps"], "paths": 20_000, "seconds": sum(r["seconds"] for r in rows),
+           "crossings": [crossing(pts, d).to_json() for d in dims],
+           "points": [{k: v for k, v in r.items() if k not in ("activation", "link", "eta", "steps")} for r in rows]}
+    args.out.write_text(json.dumps(out, indent=1) + "\n")
+    return out
+
+
+def _point(p):
+    """A computed point of a prediction's JSON as the library's record (WidthPoint or DeltaPoint)."""
+    from thresholds.modes import WidthPoint
+    from thresholds.planted import DeltaPoint
+    if "angles" in p:
+        return WidthPoint(p["delta"], p["m"], {float(k): _point(dict(q, delta=p["delta"]))
+                                               for k, q in p["angles"].items()})
+    return DeltaPoint(p["delta"], p["q_c_low"], p["q_c_high"] if p["q_c_high"] is not None else math.inf,
+                      p["s"], p["s_err"], dof=p.get("dof", 1))
+
+
 def margins(pred: dict, d: int) -> list:
     """(delta, f_d(delta)) of eq. (6) (thresholds.modes; planted eq. (3) for a one-mode point) at the
     computed deltas of a prediction's JSON."""
-    from thresholds.modes import WidthPoint
-    from thresholds.planted import DeltaPoint
-
-    def point(p):
-        if "angles" in p:
-            return WidthPoint(p["delta"], p["m"], {float(k): point(dict(q, delta=p["delta"]))
-                                                   for k, q in p["angles"].items()})
-        return DeltaPoint(p["delta"], p["q_c_low"], p["q_c_high"] if p["q_c_high"] is not None else math.inf,
-                          p["s"], p["s_err"], dof=p.get("dof", 1))
-
-    return [(p["delta"], point(p).margin(d)) for p in sorted(pred["points"], key=lambda p: p["delta"])]
+    return [(p["delta"], _point(p).margin(d)) for p in sorted(pred["points"], key=lambda p: p["delta"])]
 
 
 def probability(pred: dict, d: int, delta: float) -> float:
@@ -107,6 +144,9 @@ def summary(pred: dict, reports: list) -> list:
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", action="store_true")
+    ap.add_argument("--deltas", help="Compute only these deltas (comma-separated), one JSON each in --points.")
+    ap.add_argument("--points", type=Path, help="Directory of per-delta JSON files (--deltas, --combine).")
+    ap.add_argument("--combine", action="store_true", help="The prediction's JSON (--out) from --points at --dims.")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("-a", "--activation", default="quad")
     ap.add_argument("-l", "--link", default="phase_retrieval")
@@ -122,6 +162,10 @@ def main(argv=None):
     ap.add_argument("--also", nargs="*", default=[], metavar="LABEL=PRED.json:REPORT.md[,REPORT.md]",
                     help="With --plot: further series (e.g. m = 1).")
     args = ap.parse_args(argv)
+    if args.deltas:
+        run_points(args)
+    if args.combine:
+        combine(args)
     if args.run:
         if args.out is None:
             ap.error("--run needs --out")
