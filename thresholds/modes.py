@@ -74,12 +74,12 @@ import numpy as np
 from scipy.stats import chi, norm
 
 from .dmft import DMFTSetup, solve_dmft
-from .errors import ThresholdsError, UnsupportedError
+from .errors import UnsupportedError
 from .planted import (LINEAR_FRACTION, QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing,
                       mode_amplitude, noise_moves)
 from .planted import predict as planted_predict
 from .planted import refusal as planted_refusal
-from .planted import solve_grid, start_bracket
+from .planted import grid_dims, solve_grid, start_bracket
 from .problem import Problem, uniform
 
 GROWTH_Q = 0.01   # the planted amplitude of the antithetic pair of eq. (3)
@@ -270,11 +270,8 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
     is False, so an interrupted prediction resumes.  ``log(text)`` gets one line per DMFT run and per delta."""
     if refusal(problem):
         raise UnsupportedError(refusal(problem))
-    if not (0 < search_min < start < search_max and expand > 1 and resolution > 0):
-        raise ThresholdsError("need 0 < search_min < start < search_max, expand > 1 and resolution > 0")
-    dims = sorted({int(d) for d in dims})
-    if not dims or dims[0] < 1:
-        raise ThresholdsError("give at least one dimension d >= 1")
+    dims = grid_dims(dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
+                     search_max=search_max)
     say = log or (lambda text: None)
     tstar = min(int(tstar), int(problem.steps))
     t0 = time.time()

@@ -364,11 +364,8 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
     from .errors import UnsupportedError
     if refusal(problem):
         raise UnsupportedError(refusal(problem))
-    if not (0 < search_min < start < search_max and expand > 1 and resolution > 0):
-        raise ThresholdsError("need 0 < search_min < start < search_max, expand > 1 and resolution > 0")
-    dims = sorted({int(d) for d in dims})
-    if not dims or dims[0] < 1:
-        raise ThresholdsError("give at least one dimension d >= 1")
+    dims = grid_dims(dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
+                     search_max=search_max)
     say = log or (lambda text: None)
     tstar = min(int(tstar), int(problem.steps))  # the effective overlap is taken no later than the horizon
     t_map = min(T_MAP, tstar)
@@ -393,6 +390,16 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
     pts = sorted(points.values(), key=lambda p: p.delta)
     return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
                              seconds=time.time() - t0)
+
+
+def grid_dims(dims, *, start, expand, resolution, search_min, search_max) -> list:
+    """The sorted distinct dimensions of a prediction, after checking the grid's options (ThresholdsError)."""
+    if not (0 < search_min < start < search_max and expand > 1 and resolution > 0):
+        raise ThresholdsError("need 0 < search_min < start < search_max, expand > 1 and resolution > 0")
+    dims = sorted({int(d) for d in dims})
+    if not dims or dims[0] < 1:
+        raise ThresholdsError("give at least one dimension d >= 1")
+    return dims
 
 
 def noise_moves(low: float, noise: float) -> int:
