@@ -18,7 +18,9 @@ def test_mode_directions_are_normalized_and_orthogonal(m):
     dirs = modes.directions(m)
     for v in dirs.values():
         assert len(v) == m and np.sum(np.square(v)) / m == pytest.approx(1.0)
-    if m > 1:
+    if m > 1:   # one neuron's start lies in the plane of the two modes
+        one = np.asarray(dirs["sym"]) / m + math.sqrt(m - 1) / m * np.asarray(dirs["anti"])
+        assert np.allclose(one, np.eye(m)[0], atol=1e-12)
         assert sum(dirs["anti"]) == pytest.approx(0.0, abs=1e-12)
         assert np.dot(dirs["anti"], dirs["sym"]) == pytest.approx(0.0, abs=1e-12)
     for phi in (modes.ANGLES if m > 1 else (0.0,)):

@@ -58,8 +58,8 @@ end with n + s.e., or at its high end with n - s.e.).
 Approximations, beyond those of thresholds.planted:
 * r_c(phi) linear between the computed angles (0, pi/4, pi/2);
 * for m > 2, escape depends on the start through a_s and the norm of its antisymmetric part only; r_c is
-  computed along one antisymmetric direction, v_a = (1, -1, 1, -1, ...) (m even; for m odd the last neuron
-  stays at 0);
+  computed along one antisymmetric direction, that of a single neuron's start (``directions``), so that the
+  start of one neuron alone, the most unstable of the angles computed at m = 2, lies in the plane;
 * the forced variance (4) is measured at d = N / delta and used at every d, as eq. (2) is d-free;
 * uniform a and b (per-neuron a_j, b_j break the exchangeability: refused).
 """
@@ -87,12 +87,13 @@ SCOPE = "Width m > 1: not yet checked against GD (validation/reports/planted)."
 
 
 def directions(m: int) -> dict:
-    """The modes of eq. (1): {"sym": v} and, for m > 1, {"anti": v} with (1/m)|v|^2 = 1."""
+    """The modes of eq. (1): {"sym": v} and, for m > 1, {"anti": v} with (1/m)|v|^2 = 1; v_anti is the
+    antisymmetric part of a single neuron's start, (m / sqrt(m - 1)) (e_1 - 1/m), so that the plane of eq. (6)
+    holds the start of one neuron alone ((1, -1) at m = 2)."""
     out = {"sym": (1.0,) * m}
     if m > 1:
-        k = m - (m % 2)           # neurons on alternating signs; for odd m the last one stays at 0
-        c = math.sqrt(m / k)
-        out["anti"] = tuple(c * (1 if j % 2 == 0 else -1) if j < k else 0.0 for j in range(m))
+        c = m / math.sqrt(m - 1)
+        out["anti"] = tuple(c * ((1.0 if j == 0 else 0.0) - 1 / m) for j in range(m))
     return out
 
 
