@@ -90,6 +90,17 @@ def _point(p):
                       p["s"], p["s_err"], dof=p.get("dof", 1))
 
 
+def _prediction_file(path: Path, like: dict) -> dict:
+    """A prediction's JSON, or the per-delta rows of validation.planted_threshold (.jsonl, m = 1) turned into
+    one, with crossings at the dimensions of ``like``."""
+    if path.suffix != ".jsonl":
+        return json.loads(path.read_text())
+    from thresholds.planted import crossing
+    from validation.planted_threshold import points_of
+    pts = points_of([json.loads(line) for line in path.read_text().splitlines() if line.strip()])
+    return {"crossings": [crossing(pts, c["d"]).to_json() for c in like["crossings"]]}
+
+
 def margins(pred: dict, d: int) -> list:
     """(delta, f_d(delta)) of eq. (6) (thresholds.modes; planted eq. (3) for a one-mode point) at the
     computed deltas of a prediction's JSON."""
@@ -160,7 +171,7 @@ def main(argv=None):
     ap.add_argument("--gd", type=Path, nargs="*", default=[], help="With --summary: validate reports (report.md).")
     ap.add_argument("--plot", type=Path, help="With --summary: crossings against d as a PNG.")
     ap.add_argument("--also", nargs="*", default=[], metavar="LABEL=PRED.json:REPORT.md[,REPORT.md]",
-                    help="With --plot: further series (e.g. m = 1).")
+                    help="With --plot: further series (e.g. m = 1; PRED may be a planted_threshold .jsonl).")
     args = ap.parse_args(argv)
     if args.deltas:
         run_points(args)
@@ -179,7 +190,7 @@ def main(argv=None):
             for item in args.also:
                 label, rest = item.split("=", 1)
                 p, reports = rest.split(":", 1)
-                series.append((label, json.loads(Path(p).read_text()), [Path(r) for r in reports.split(",")]))
+                series.append((label, _prediction_file(Path(p), pred), [Path(r) for r in reports.split(",")]))
             widths_figure(args.plot, [(label, [(c["d"], c["value"], c["low"], c["high"]) for c in p["crossings"]
                                                if c["found"] and c["low"] is not None and c["high"] is not None],
                                        sorted((d, *v) for r in reps for d, v in gd_crossings(r).items()))
