@@ -1,5 +1,8 @@
 """Finite-d success of GD from the d = inf theory: the forced first steps, then the escape (m = 1).
 
+Width m > 1 is thresholds.modes, which builds on the pieces here (critical_overlap along a direction of
+the neurons, the grid of :func:`solve_grid`, DeltaPoint, crossing).
+
 At finite d the hard overlap starts at O(d^{-1/2}) and the first steps add the sample forcing of the
 hard gradient (thresholds.forcing).  In units of d^{-1/2} the hard component at step t* is, to first
 order, a centred Gaussian A(t*) with variance V(t*) (forcing eq. (3)), the same at every d.  Referred

@@ -1,23 +1,28 @@
-"""Speed benchmark of the finite-d prediction (thresholds.planted.predict; pytest-benchmark, not a timed test).
+"""Speed benchmark of the finite-d prediction (thresholds.modes.prediction; pytest-benchmark, not a timed test).
 
-Goal of the finite-d issue: delta_1/2(d) for one setup and one d from an empty cache in under 3 minutes
-on the 2-core machine, each extra d in under 20 s.  Measured here: quad / phase retrieval, eta 0.05, at
-the 600-step horizon of validation/reports/planted, first for d = 400 alone from an empty cache, then
-d = 200, 400, 800 on the same cache (the extra d reuse the computed deltas where those bracket them).
+Goals: at m = 1 (finite-d issue) delta_1/2(d) for one setup and one d from an empty cache in under 3
+minutes on the 2-core machine, each extra d in under 20 s; at m <= 8 (width issue) one prediction in under
+5 minutes.  Measured here: quad / phase retrieval, eta 0.05, at the 600-step horizon of
+validation/reports/planted, at m = 1 and m = 2, first for d = 400 alone from an empty cache, then d = 200,
+400, 800 on the same cache (the extra d reuse the computed deltas where those bracket them).
 
-Run:  python -m pytest validation/bench_planted.py --benchmark-only -p no:cacheprovider -s
+Run:  python -m pytest validation/bench_planted.py --benchmark-only -p no:cacheprovider -s [-k m2]
 """
 
 import time
 
+import pytest
+
 from thresholds import cache
-from thresholds.planted import predict
+from thresholds.modes import prediction
+from thresholds.planted import _point_json
 from thresholds.problem import Problem
 
-PROBLEM = Problem("quad", "phase_retrieval", eta=0.05, steps=600)
 
-
-def test_finite_d_prediction_cold_then_more_d(benchmark):
+@pytest.mark.parametrize("m, start", [(1, 8.0), (2, 3.5)], ids=["m1", "m2"])
+def test_finite_d_prediction_cold_then_more_d(benchmark, m, start):
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
+    predict = lambda p, dims, log: prediction(p, dims, start=start, log=log)  # noqa: E731
     lines = []
 
     def log(text):  # every DMFT run, as it ends
@@ -26,16 +31,15 @@ def test_finite_d_prediction_cold_then_more_d(benchmark):
 
     with cache.empty():
         t0 = time.time()
-        one = predict(PROBLEM, [400], log=log)
+        one = predict(problem, [400], log=log)
         cold = time.time() - t0
         t0 = time.time()
-        three = predict(PROBLEM, [200, 400, 800], log=log)
+        three = predict(problem, [200, 400, 800], log=log)
         more = time.time() - t0
     benchmark.pedantic(lambda: None, rounds=1)
     fmt = (lambda c: f"d = {c.d}: {c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else f"d = {c.d}: {c.note}")
     print(f"\nempty cache, d = 400: {cold:.0f} s ({len(one.points)} deltas), {fmt(one.crossings[0])}")
     print(f"then d = 200, 400, 800: {more:.0f} s more ({len(three.points)} deltas): "
           + "; ".join(fmt(c) for c in three.crossings))
-    print("deltas: " + "; ".join(f"{p.delta:g}: q_c [{p.q_low:.4g}, {p.q_high:.4g}], s {p.s:.3f} +- {p.s_err:.2g}"
-                                 for p in three.points))
+    print("deltas: " + "; ".join(str(_point_json(p)) for p in three.points))
     assert one.crossings[0].found
