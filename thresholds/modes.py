@@ -225,9 +225,10 @@ def refusal(problem: Problem) -> str:
 
 def width_point(problem: Problem, delta: float, points: dict = None, *, paths: int = 20_000,
                 spread_paths: int = 5_000, tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True,
-                log=None) -> WidthPoint:
+                log=None, angles=None) -> WidthPoint:
     """One delta of eq. (6): the spreads (eqs. (2)-(4)) and r_c at every angle (``points``: computed deltas whose
-    brackets start the bisections; ``log(text)``: one line per DMFT run and per angle)."""
+    brackets start the bisections; ``log(text)``: one line per DMFT run and per angle; ``angles``: ANGLES in
+    another order, e.g. for a second process that shares the cache)."""
     points = points or {}
     say = log or (lambda text: None)
     tstar = min(int(tstar), int(problem.steps))
@@ -244,7 +245,7 @@ def width_point(problem: Problem, delta: float, points: dict = None, *, paths: i
         return math.hypot(*(mode_amplitude(res, t_map, v[k]) / float(sp[k].growth[t_map]) for k in sp))
 
     angles = {}
-    for phi in (ANGLES if m > 1 else (0.0,)):
+    for phi in (tuple(angles or ANGLES) if m > 1 else (0.0,)):
         u = start_direction(m, phi, sym.s, anti.s)
         n = math.hypot(sym.s * math.cos(phi), anti.s * math.sin(phi))
         n_err = math.hypot(sym.s * sym.s_err * math.cos(phi) ** 2, anti.s * anti.s_err * math.sin(phi) ** 2) / n

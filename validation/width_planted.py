@@ -57,7 +57,8 @@ def run_points(args):
     args.points.mkdir(parents=True, exist_ok=True)
     for delta in (float(x) for x in args.deltas.split(",")):
         t0 = time.time()
-        p = modes.width_point(problem, delta, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True))
+        p = modes.width_point(problem, delta, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
+                              angles=tuple(reversed(modes.ANGLES)) if args.reverse else None)
         row = dict(_point_json(p), seconds=time.time() - t0, activation=args.activation, link=args.link,
                    eta=args.eta, steps=args.steps)
         (args.points / f"delta_{delta:g}.json").write_text(json.dumps(row, indent=1) + "\n")
@@ -156,6 +157,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--deltas", help="Compute only these deltas (comma-separated), one JSON each in --points.")
+    ap.add_argument("--reverse", action="store_true", help="With --deltas: the angles in reverse order (a second "
+                    "process on the same deltas and cache then meets the first one halfway).")
     ap.add_argument("--points", type=Path, help="Directory of per-delta JSON files (--deltas, --combine).")
     ap.add_argument("--combine", action="store_true", help="The prediction's JSON (--out) from --points at --dims.")
     ap.add_argument("--summary", action="store_true")
