@@ -176,6 +176,11 @@ def test_width_prediction_of_a_known_law(monkeypatch):
     assert {phi for phi, _ in calls} == set(modes.ANGLES)
     first = res.to_json()["points"][0]
     assert len(first["angles"]) == 3 and all(q["dof"] == 3 for q in first["angles"].values())
+    calls.clear()   # one delta with the angles in another order: the same point
+    back = modes.width_point(Problem("quad", eta=0.05, steps=100, m=3), 4.0, angles=modes.ANGLES[::-1])
+    assert [phi for phi, _ in calls] == list(modes.ANGLES[::-1])
+    again = modes.width_point(Problem("quad", eta=0.05, steps=100, m=3), 4.0)
+    assert back.margin(400) == pytest.approx(again.margin(400), rel=1e-12)
 
 
 @pytest.mark.slow

@@ -244,8 +244,9 @@ def width_point(problem: Problem, delta: float, points: dict = None, *, paths: i
             return None
         return math.hypot(*(mode_amplitude(res, t_map, v[k]) / float(sp[k].growth[t_map]) for k in sp))
 
+    order = tuple(angles or ANGLES) if m > 1 else (0.0,)
     angles = {}
-    for phi in (tuple(angles or ANGLES) if m > 1 else (0.0,)):
+    for phi in order:
         u = start_direction(m, phi, sym.s, anti.s)
         n = math.hypot(sym.s * math.cos(phi), anti.s * math.sin(phi))
         n_err = math.hypot(sym.s * sym.s_err * math.cos(phi) ** 2, anti.s * anti.s_err * math.sin(phi) ** 2) / n

@@ -68,7 +68,7 @@ def combine(args) -> dict:
     """The prediction's JSON (crossings at ``--dims``) from the point files of :func:`run_points`."""
     from thresholds.planted import crossing
     rows = [json.loads(f.read_text()) for f in sorted(args.points.glob("delta_*.json"))]
-    pts = [_point(r) for r in sorted(rows, key=lambda r: r["delta"])]
+    pts = [_point(r, args.planted_q0) for r in sorted(rows, key=lambda r: r["delta"])]
     dims = [int(x) for x in args.dims.split(",")]
     first = rows[0]
     out = {"method": "planted DMFT in the plane of the neurons' modes (thresholds.modes, eqs. (1)-(7))",
@@ -80,15 +80,18 @@ def combine(args) -> dict:
     return out
 
 
-def _point(p):
-    """A computed point of a prediction's JSON as the library's record (WidthPoint or DeltaPoint)."""
+def _point(p, planted_q0=False):
+    """A computed point of a prediction's JSON as the library's record (WidthPoint or DeltaPoint); with
+    ``planted_q0`` the brackets are the planted amplitudes themselves instead of the effective ones (eq. (4)
+    of thresholds.planted)."""
     from thresholds.modes import WidthPoint
     from thresholds.planted import DeltaPoint
     if "angles" in p:
-        return WidthPoint(p["delta"], p["m"], {float(k): _point(dict(q, delta=p["delta"]))
+        return WidthPoint(p["delta"], p["m"], {float(k): _point(dict(q, delta=p["delta"]), planted_q0)
                                                for k, q in p["angles"].items()})
-    return DeltaPoint(p["delta"], p["q_c_low"], p["q_c_high"] if p["q_c_high"] is not None else math.inf,
-                      p["s"], p["s_err"], dof=p.get("dof", 1))
+    low, high = (p["planted_q0_low"], p["planted_q0_high"]) if planted_q0 else (p["q_c_low"], p["q_c_high"])
+    return DeltaPoint(p["delta"], low, high if high is not None else math.inf, p["s"], p["s_err"],
+                      dof=p.get("dof", 1))
 
 
 def _prediction_file(path: Path, like: dict) -> dict:
@@ -161,6 +164,8 @@ def main(argv=None):
                     "process on the same deltas and cache then meets the first one halfway).")
     ap.add_argument("--points", type=Path, help="Directory of per-delta JSON files (--deltas, --combine).")
     ap.add_argument("--combine", action="store_true", help="The prediction's JSON (--out) from --points at --dims.")
+    ap.add_argument("--planted-q0", action="store_true", help="With --combine: the crossings from the planted "
+                    "amplitudes instead of the effective ones (thresholds.planted, eq. (4)).")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("-a", "--activation", default="quad")
     ap.add_argument("-l", "--link", default="phase_retrieval")
