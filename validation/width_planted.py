@@ -196,7 +196,7 @@ def main(argv=None):
             from thresholds.plots import widths_figure
             series = [(f"m = {pred.get('m', '?')}", pred, args.gd)]
             for item in args.also:
-                label, rest = item.split("=", 1)
+                label, rest = item.rsplit("=", 1)
                 p, reports = rest.split(":", 1)
                 series.append((label, _prediction_file(Path(p), pred), [Path(r) for r in reports.split(",")]))
             widths_figure(args.plot, [(label, [(c["d"], c["value"], c["low"], c["high"]) for c in p["crossings"]
