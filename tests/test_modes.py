@@ -213,3 +213,18 @@ def test_nn_dims_cli_at_width_two(tmp_path):
         above = min(d for d in pts if d >= r["value"])
         assert above / below <= 1.12 + 1e-9
     assert rows[0]["value"] <= rows[1]["value"]
+
+
+def test_width_summary_reads_the_prediction_json():
+    """validation.width_planted: a prediction's JSON read back gives the library's P at the computed deltas
+    and an interpolated P between them; outside them, nan."""
+    from thresholds.planted import FiniteDPrediction
+    from validation.width_planted import probability
+    pts = [modes.WidthPoint(t, 2, {phi: DeltaPoint(t, 0.3 / t, 0.33 / t, 0.9 + 0.02 * phi, 0.01, dof=2)
+                                   for phi in modes.ANGLES}) for t in (3.0, 4.0)]
+    pred = FiniteDPrediction(Problem("quad", eta=0.05, steps=100, m=2), pts, [], 2000, 500, 50).to_json()
+    for p in pts:
+        assert probability(pred, 400, p.delta) == pytest.approx(p.probability(400), rel=1e-9)
+    mid = probability(pred, 400, 3.5)
+    assert pts[0].probability(400) < mid < pts[1].probability(400)
+    assert math.isnan(probability(pred, 400, 5.0))
