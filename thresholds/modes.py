@@ -136,12 +136,12 @@ def mode_spreads(problem: Problem, delta: float, *, tstar: int = 50, paths: int 
                                                  planted=planted), cache=cache)
 
     zero = run((0.0,) * m, paths, replicas)
+    d_eff = paths / delta        # eq. (4): the zero run is the forced hard component of GD at this d
     out = {}
     for mode, v in directions(m).items():
         plus, minus = (run(tuple(sign * GROWTH_Q * x for x in v), growth_paths, growth_replicas) for sign in (1, -1))
         G = (_amplitudes(plus, v) - _amplitudes(minus, v)) / (2 * GROWTH_Q)       # eq. (3), per replica
         a0 = _amplitudes(zero, v)
-        d_eff = paths / delta
         V = d_eff * np.mean(a0**2, axis=0)                                        # eq. (4): mean zero by symmetry
         V_err = d_eff * np.std(a0**2, axis=0, ddof=1) / math.sqrt(replicas)
         g, g_err = G.mean(axis=0), G.std(axis=0, ddof=1) / math.sqrt(growth_replicas)
