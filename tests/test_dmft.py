@@ -138,3 +138,50 @@ def test_width_m_needs_the_sources_backend():
         solve_dmft(DMFTSetup("tanh", "abs", 4.0, 0.2, 3, m=2, response="pathwise", paths=1000, replicas=2))
     with pytest.raises(ThresholdsError, match="positive integer"):
         solve_dmft(DMFTSetup("tanh", "abs", 4.0, 0.2, 3, m=0, paths=1000, replicas=2))
+
+
+def _gram_schmidt_reference(P, psi, omega, Psit, Lpsi, floor):
+    """Plain column-by-column Gram-Schmidt (twice) in the (path, column) layout."""
+    for k in range(psi.shape[1]):
+        J = P + k
+        col = psi[:, k]
+        coef = (omega * col) @ Psit[:, :J]
+        r = col - Psit[:, :J] @ coef
+        fix = (omega * r) @ Psit[:, :J]
+        r = r - Psit[:, :J] @ fix
+        Lpsi[J, :J] = coef + fix
+        norm2 = float(omega @ (r * r))
+        if norm2 > floor * float(omega @ (col * col)):
+            Lpsi[J, J] = math.sqrt(norm2)
+            Psit[:, J] = r / Lpsi[J, J]
+
+
+@pytest.mark.parametrize("m", [1, 2, 4])
+def test_block_whitening_is_column_by_column_gram_schmidt(m):
+    """The DMFT whitens the m new psi columns against the past together; this must be the column-by-column
+    Gram-Schmidt, including a column that lies in the span of the others (it opens no new path)."""
+    from thresholds.dmft import INNOVATION_FLOOR, _whiten
+
+    rng = np.random.default_rng(3)
+    n, steps = 500, 6
+    omega = rng.uniform(0.5, 1.5, n)
+    omega /= omega.sum()
+    L = steps * m
+    PsitT, Lpsi = np.zeros((L, n)), np.zeros((L, L))
+    Psit_ref, Lpsi_ref = np.zeros((n, L)), np.zeros((L, L))
+    for t in range(steps):
+        psi = rng.standard_normal((n, m))
+        if t:  # correlated with the past, as the psi paths are
+            psi += 0.3 * (PsitT[: t * m].T @ rng.standard_normal(t * m))[:, None]
+        if t == 3 and m > 1:  # a dependent column: a combination of the first column and step 0's paths
+            psi[:, -1] = 0.5 * psi[:, 0] + PsitT[:m].sum(axis=0)
+        _whiten(t * m, psi, omega, PsitT, Lpsi)
+        _gram_schmidt_reference(t * m, psi, omega, Psit_ref, Lpsi_ref, INNOVATION_FLOOR)
+        rows = slice(t * m, (t + 1) * m)
+        np.testing.assert_allclose(Lpsi[rows, : (t + 1) * m] @ PsitT[: (t + 1) * m], psi.T, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(Lpsi, Lpsi_ref, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(PsitT, Psit_ref.T, rtol=0, atol=1e-11)
+    gram = (PsitT * omega) @ PsitT.T
+    kept = np.diag(Lpsi) > 0
+    np.testing.assert_allclose(gram[np.ix_(kept, kept)], np.eye(kept.sum()), atol=1e-12)
+    assert kept.sum() == L - (m > 1)  # only the dependent column opened no path

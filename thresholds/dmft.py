@@ -444,7 +444,7 @@ def _sources_targets(link, n, g_nodes, rng, split):
     return y, g, g_all @ split.easy.T, omega
 
 
-def _sources_step(t, setup, psi, omega, nu, eps, gE, Lpsi, Cpsi, A, Bt, Msig):
+def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the row t of Cpsi, the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
@@ -456,7 +456,7 @@ def _sources_step(t, setup, psi, omega, nu, eps, gE, Lpsi, Cpsi, A, Bt, Msig):
     Cpsi[: t + 1, t] = np.transpose(Cpsi[t, : t + 1], (0, 2, 1))
     wpsi = omega[:, None] * psi
     RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
-    RB = math.sqrt(setup.delta) * (wpsi.T @ eps[:, :P])
+    RB = math.sqrt(setup.delta) * (epsT[:P] @ wpsi).T
     A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
     Bt[t + 1, :, :P] = (1 - eta * lam) * Bt[t, :, :P] + eta * RB + eta * rows[:, :P]
     Bt[t + 1, :, P : P + M] = eta * rows[:, P:]
@@ -474,23 +474,33 @@ def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
     Msig[t + 1] *= scale[None, :]
 
 
-def _whiten(P, psi, omega, Psit, Lpsi):
-    """Gram-Schmidt of the m columns psi_k^t (J = P + k) against the whitened past, twice for
-    orthogonality: fills row J of Lpsi (psi^t = sum_J Lpsi(t, J) psit^J) and, when the innovation is above
-    INNOVATION_FLOOR, the new whitened column Psit[:, J]."""
-    for k in range(psi.shape[1]):
+def _whiten(P, psi, omega, PsitT, Lpsi):
+    """Gram-Schmidt of the m columns psi_k^t (J = P + k) against the whitened past: fills rows J of Lpsi
+    (psi^t = sum_J Lpsi(t, J) psit^J) and, when the innovation is above INNOVATION_FLOOR, the new whitened
+    path PsitT[J].  The m columns are projected on the past together (two passes, for orthogonality), so
+    the past paths are read four times whatever m is; then each is orthogonalized against the new paths
+    of the columns before it, again twice.  In exact arithmetic this is column-by-column Gram-Schmidt."""
+    M = psi.shape[1]
+    past = PsitT[:P]
+    coef = (past @ (omega[:, None] * psi)).T            # (m, P): <psi_k, psit^j>_omega
+    r = psi - (coef @ past).T
+    fix = (past @ (omega[:, None] * r)).T
+    r -= (fix @ past).T
+    Lpsi[P : P + M, :P] = coef + fix
+    for k in range(M):
         J = P + k
-        col = psi[:, k]
-        coef = (omega * col) @ Psit[:, :J]
-        r = col - Psit[:, :J] @ coef
-        fix = (omega * r) @ Psit[:, :J]
-        r -= Psit[:, :J] @ fix
-        coef += fix
-        norm2 = float(omega @ (r * r))
-        Lpsi[J, :J] = coef
-        if norm2 > INNOVATION_FLOOR * max(float(omega @ (col * col)), 1e-300):
+        col = r[:, k]
+        if k:
+            new = PsitT[P:J]
+            c = new @ (omega * col)
+            col = col - c @ new
+            c2 = new @ (omega * col)
+            col -= c2 @ new
+            Lpsi[J, P:J] = c + c2
+        norm2 = float(omega @ (col * col))
+        if norm2 > INNOVATION_FLOOR * max(float(omega @ (psi[:, k] * psi[:, k])), 1e-300):
             Lpsi[J, J] = math.sqrt(norm2)
-            Psit[:, J] = r / Lpsi[J, J]
+            PsitT[J] = col / Lpsi[J, J]
 
 
 def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
@@ -510,14 +520,16 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         test_rng = np.random.default_rng(rng.integers(2**63))
         sig = act.numpy(0)
     nu = rng.standard_normal((n, M))
-    eps = rng.standard_normal((T * M, n)).T  # column J = s m + k: causal in the horizon
+    # Per-path arrays are stored (column J, path): row J of epsT is source J = s m + k (causal in the horizon),
+    # row J of PsitT the whitened psi path J, so that X[:P] is one contiguous block (the memory-bound products).
+    epsT = rng.standard_normal((T * M, n))
     A = np.zeros((T + 1, M, M))
     A[0] = np.eye(M)
     C = np.zeros((T + 1, T + 1, M, M))
     Cpsi = np.zeros((T + 1, T + 1, M, M))
     Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
     Lpsi = np.zeros((T * M, T * M))
-    Psit = np.zeros((n, T * M))          # whitened psi paths
+    PsitT = np.zeros((T * M, n))         # whitened psi paths
     snaps = dict.fromkeys(checkpoints(T))
     psi = np.empty((n, M))
     loss = np.empty(n)
@@ -531,8 +543,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
                          + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :P]) / delta)
         C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
-        w = rho0 * nu @ A[t].T + (eps[:, :P] @ Bt_t.T) / sq
-        u = w + (Psit[:, :P] @ Bt_t.T) / delta  # eq. (1): the memory term on the whitened psi paths
+        w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:P]).T / sq
+        u = w + (Bt_t @ PsitT[:P]).T / delta  # eq. (1): the memory term on the whitened psi paths
         if rE:
             u += gE @ Msig[t]
         _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
@@ -546,8 +558,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             snaps[t] = u.copy()
         if t == T:
             break
-        _whiten(P, psi, omega, Psit, Lpsi)
-        _sources_step(t, setup, psi, omega, nu, eps, gE, Lpsi, Cpsi, A, Bt, Msig)
+        _whiten(P, psi, omega, PsitT, Lpsi)
+        _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig)
         if setup.sphere:
             _rescale_to_sphere(t, P + M, A, Bt, Msig, rho0, delta)
     if M == 1:
