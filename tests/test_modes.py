@@ -120,6 +120,12 @@ def test_width_prediction_refusals():
         modes.predict(Problem("quad", "phase_retrieval", eta=0.05, steps=10, m=2, sphere=True), [200])
     with pytest.raises(ThresholdsError, match="dimension"):
         modes.predict(Problem("quad", "phase_retrieval", eta=0.05, steps=10, m=2), [])
+    for link, counts in [("z1**2 + z2**2", "2 hard and 0 easy"), ("mixed", "1 hard and 1 easy")]:
+        for m in (1, 2):  # both predictors: refused before any DMFT run, with the link's latent structure
+            assert counts in modes.any_refusal(Problem("quad", link, eta=0.05, steps=10, m=m))
+            with pytest.raises(UnsupportedError, match="one hard direction"):
+                modes.prediction(Problem("quad", link, eta=0.05, steps=10, m=m), [200])
+    assert modes.any_refusal(Problem("quad", "Abs(z)", eta=0.05, steps=10, m=2)) == ""
     from click.testing import CliRunner
 
     from cli import main

@@ -61,7 +61,8 @@ Approximations, beyond those of thresholds.planted:
   computed along one antisymmetric direction, that of a single neuron's start (``directions``), so that the
   start of one neuron alone, the most unstable of the angles computed at m = 2, lies in the plane;
 * the forced variance (4) is measured at d = N / delta and used at every d, as eq. (2) is d-free;
-* uniform a and b (per-neuron a_j, b_j break the exchangeability: refused).
+* uniform a and b (per-neuron a_j, b_j break the exchangeability: refused);
+* one hard direction and no easy one, as thresholds.planted (``latent_refusal``: other links are refused).
 """
 
 from __future__ import annotations
@@ -78,6 +79,7 @@ from .errors import UnsupportedError
 from .planted import (LINEAR_FRACTION, QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing,
                       mode_amplitude, noise_moves)
 from .planted import predict as planted_predict
+from .planted import latent_refusal
 from .planted import refusal as planted_refusal
 from .planted import grid_dims, solve_grid, start_bracket
 from .problem import Problem, uniform
@@ -222,7 +224,7 @@ def refusal(problem: Problem) -> str:
     if not (uniform(problem.a) and uniform(problem.b)):
         return ("the width-m finite-d prediction needs one a and one b for every neuron (its modes rest on the "
                 "neurons' exchangeability)")
-    return ""
+    return latent_refusal(problem)
 
 
 def width_point(problem: Problem, delta: float, points: dict = None, *, paths: int = 20_000,

@@ -347,12 +347,30 @@ def crossing(points, d: int) -> FiniteDCrossing:
                            f"{side} the computed deltas [{deltas[0]:g}, {deltas[-1]:g}]")
 
 
+def latent_refusal(problem: Problem) -> str:
+    """Why the link is outside the finite-d predictions ('' when it is not): they are derived for one hard
+    direction and no easy one.  With r_H > 1 hard directions each neuron starts with r_H overlaps (a chi law
+    of m r_H degrees of freedom) and the amplitude of eq. (4) would need their joint escape; with easy
+    directions the first phase learns a signal and the forcing law (thresholds.forcing) is not derived."""
+    from .alg import latent_split
+    try:
+        split = latent_split(problem.link)
+    except ThresholdsError as err:
+        return f"the finite-d prediction needs the link's easy / hard split, which is not available: {err}"
+    r_E, r_H = split.easy.shape[0], split.hard.shape[0]
+    if r_E == 0 and r_H == 1:
+        return ""
+    return (f"the finite-d prediction is derived for targets with one hard direction and no easy one; "
+            f"link {problem.link!r} has {r_H} hard and {r_E} easy direction(s)")
+
+
 def refusal(problem: Problem) -> str:
-    """Why :func:`predict` does not cover ``problem`` ('' when it does): one neuron and plain GD only."""
+    """Why :func:`predict` does not cover ``problem`` ('' when it does): one neuron, plain GD and a link
+    with one hard direction only."""
     if problem.m != 1 or problem.sphere:
         return ("the finite-d prediction is derived for one neuron (m = 1) and plain GD (the forcing law uses "
                 "the pathwise DMFT; no --sphere)")
-    return ""
+    return latent_refusal(problem)
 
 
 def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, resolution: float = 0.12,
