@@ -234,3 +234,15 @@ def test_width_summary_reads_the_prediction_json():
     mid = probability(pred, 400, 3.5)
     assert pts[0].probability(400) < mid < pts[1].probability(400)
     assert math.isnan(probability(pred, 400, 5.0))
+
+
+def test_antisymmetric_directions_of_the_direction_check():
+    """validation.anti_direction: 'single' is the modes' own antisymmetric direction; 'pairs' is another unit
+    vector of the antisymmetric subspace (sum 0, (1/m)|v|^2 = 1), orthogonal to the symmetric mode."""
+    from validation.anti_direction import direction
+    for m in (2, 4, 6):
+        assert direction("single", m) == modes.directions(m)["anti"]
+        v = np.array(direction("pairs", m))
+        assert abs(v.sum()) < 1e-12 and np.isclose(v @ v / m, 1.0)
+    with pytest.raises(SystemExit):
+        direction("pairs", 3)
