@@ -85,9 +85,9 @@ from .planted import grid_dims, solve_grid, start_bracket
 from .problem import Problem, uniform
 
 GROWTH_Q = 0.01   # the planted amplitude of the antithetic pair of eq. (3)
-SCOPE = ("Checked against GD at a fixed horizon of 600 steps, m = 2: quad, eta 0.05, phase retrieval, d = 200-800 within "
-         "1.2 combined s.e., d = 1600 2.2 s.e. too high; m > 2 and other setups unchecked "
-         "(validation/reports/planted/width).")
+SCOPE = ("Checked against GD at a fixed horizon of 600 steps, quad, eta 0.05, phase retrieval: m = 2, d = 200-800 within "
+         "1.2 combined s.e., d = 1600 2.2 s.e. too high; m = 4 (10k paths) 0.5 too high at d = 200 and unresolved (r_c "
+         "moves with the path count); other setups unchecked (validation/reports/planted/width).")
 
 
 def directions(m: int) -> dict:

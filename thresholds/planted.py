@@ -76,7 +76,7 @@ from .forcing import amplitude_law
 from .problem import Problem
 
 SCOPE = ("Checked against GD at a fixed horizon of 600 steps, m = 1: quad, eta 0.05, phase retrieval "
-         "(d = 200-1600) and y = |z| (d = 200-800): within 1.7 combined s.e.; gelu / phase retrieval, eta 0.1, "
+         "(d = 200-3200) and y = |z| (d = 200-800): within 1.7 combined s.e.; gelu / phase retrieval, eta 0.1, "
          "d = 200-400: about 1 too high (2-3.5 s.e.); other setups unchecked (validation/reports/planted).")
 T_MAP = 25  # the step at which a planted run's own effective overlap is read (eq. (4))
 LINEAR_FRACTION = 0.25  # eq. (4) is used while the run's hard fraction at t_map is at most this
