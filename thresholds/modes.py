@@ -79,12 +79,12 @@ from .errors import UnsupportedError
 from .planted import (LINEAR_FRACTION, QUARTILE, T_MAP, DeltaPoint, FiniteDPrediction, critical_overlap, crossing,
                       mode_amplitude, noise_moves)
 from .planted import predict as planted_predict
-from .planted import latent_refusal
 from .planted import refusal as planted_refusal
-from .planted import grid_dims, solve_grid, start_bracket
+from .planted import grid_dims, latent_refusal, solve_grid, start_bracket
 from .problem import Problem, uniform
 
 GROWTH_Q = 0.01   # the planted amplitude of the antithetic pair of eq. (3)
+PATHS = 20_000    # paths per planted run of r_c (width_point, predict)
 SCOPE = ("Checked against GD at a fixed horizon of 600 steps, quad, eta 0.05, phase retrieval: m = 2, d = 200-800 within "
          "1.2 combined s.e., d = 1600 2.2 s.e. too high; m = 4 (10k paths) 0.5 too high at d = 200 and unresolved (r_c "
          "moves with the path count); other setups unchecked (validation/reports/planted/width).")
@@ -227,7 +227,7 @@ def refusal(problem: Problem) -> str:
     return latent_refusal(problem)
 
 
-def width_point(problem: Problem, delta: float, points: dict = None, *, paths: int = 20_000,
+def width_point(problem: Problem, delta: float, points: dict = None, *, paths: int = PATHS,
                 spread_paths: int = 5_000, tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True,
                 log=None, angles=None) -> WidthPoint:
     """One delta of eq. (6): the spreads (eqs. (2)-(4)) and r_c at every angle (``points``: computed deltas whose
@@ -270,7 +270,7 @@ def width_point(problem: Problem, delta: float, points: dict = None, *, paths: i
 
 
 def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, resolution: float = 0.12,
-            search_min: float = 0.5, search_max: float = 64.0, paths: int = 20_000, spread_paths: int = 5_000,
+            search_min: float = 0.5, search_max: float = 64.0, paths: int = PATHS, spread_paths: int = 5_000,
             tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None) -> FiniteDPrediction:
     """delta_1/2(d) of eqs. (5)-(6) for each d at the horizon ``problem.steps`` (the grid of
     thresholds.planted.predict; points are WidthPoint).  Every DMFT run is cached on disk unless ``cache``

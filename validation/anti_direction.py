@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import time
 
+from thresholds.modes import directions
 from thresholds.planted import critical_overlap
 from thresholds.problem import Problem
 
@@ -23,7 +23,7 @@ from thresholds.problem import Problem
 def direction(name: str, m: int) -> tuple:
     """A unit antisymmetric mode ((1/m)|v|^2 = 1): 'single' (one neuron's start) or 'pairs' (m even)."""
     if name == "single":
-        return tuple(m / math.sqrt(m - 1) * ((1.0 if j == 0 else 0.0) - 1 / m) for j in range(m))
+        return directions(m)["anti"]
     if name == "pairs" and m % 2 == 0:
         return tuple(1.0 if j < m // 2 else -1.0 for j in range(m))
     raise SystemExit(f"direction must be 'single' or 'pairs' (m even), got {name!r} at m = {m}")

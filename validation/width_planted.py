@@ -24,6 +24,7 @@ from pathlib import Path
 
 from scipy.stats import norm
 
+from thresholds.modes import PATHS  # paths per planted run: width_point's default, that of the committed points
 from thresholds.planted import QUARTILE
 from validation.planted_threshold import gd_crossings, gd_rates
 
@@ -43,9 +44,6 @@ def run(args) -> dict:
     for c in res.crossings:
         print(c)
     return out
-
-
-PATHS = 20_000   # paths per planted run of thresholds.modes.width_point (its default; the committed points)
 
 
 def run_points(args):
