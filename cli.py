@@ -493,6 +493,9 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
               help="Independent replicas (error bars = their standard error).")
 @click.option("--response", default="sources", show_default=True,
               type=click.Choice(["sources", "pathwise", "linear"]), help="Response method.")
+@click.option("--source-tol", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
+              help="sources: relative innovation variance below which a psi column opens no new source (dmft "
+                   "eq. (6b); 0: every column opens one). 1e-3 removes most of the finite-paths bias at long horizons.")
 @click.option("--g-nodes", default=0, show_default=True, type=click.IntRange(0, 400),
               help="Gauss-Hermite nodes for g (0: Monte Carlo).")
 @click.option("--seed", default=0, show_default=True, type=SEED)
@@ -501,7 +504,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file, help="Save the curves as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
-             response, g_nodes, seed, every, no_cache, plot_path, as_json):
+             response, source_tol, g_nodes, seed, every, no_cache, plot_path, as_json):
     """DMFT of the first phase of GD (square loss): norms (means over the m neurons), losses and,
     for targets with easy directions, the overlaps with them, per step."""
 
@@ -513,7 +516,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
                       m=width, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay, sphere=sphere)
     a_, b_ = problem.a, problem.b
     setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
-                                   g_nodes=g_nodes)
+                                   g_nodes=g_nodes, source_tol=source_tol)
     with Activity("DMFT", disable=as_json) as act:
         act.begin(f"{steps} steps, {paths} paths")
         res = solve_dmft(setup, progress=act.update, cache=not no_cache)

@@ -35,6 +35,27 @@ Responses (the cost driver), chosen by ``response``:
   empirical Cpsi).  Nothing is inverted, so Monte Carlo noise is not
   amplified where the path stops moving (late times), which is what makes
   a plain Stein estimate R = C^{-1} E[psi w] blow up there.
+  Truncated source basis (``source_tol`` = eps > 0)                                          (6b).
+  On N paths the estimate sqrt(delta) (1/N) sum_p psi_p^t eps_pJ of eq. (6) holds each path's own
+  term; through w_p = ... + sum_J Bt(t,J) eps_pJ / sqrt(delta) it returns to the same path with the
+  weight sum_J eps_pJ^2 ~ r, the number of sources: a spurious memory of relative size ~ r delta / N.
+  The plain scheme (eps = 0) opens a source for every column, r = t m, so this self-interaction grows
+  with t and biases the long-horizon law (quad, phase retrieval, delta 16, eta 0.05, step 400:
+  ||theta||^2 = 0.917 / 0.842 / 0.799 / 0.770 / 0.750 with 5k / 10k / 20k / 40k / 80k paths per
+  replica, against 0.728 +- 0.006 for GD at d -> inf; validation/reports/dmft_paths).  After the
+  first steps every psi column is almost in the span of the earlier ones (relative innovation
+  variance 1e-6 - 1e-5 there), so a few sources carry nearly all the variance of the paths.  With
+  eps > 0 a column opens a source only when its residual against the sources so far has relative
+  variance above eps; otherwise the residual is dropped (psi^t is replaced by its projection on the
+  r sources: at most eps of its variance is lost) and the column takes no source row (the rows J
+  count opened sources only).  A source that is never opened never gets a response sum either, so
+  its eps_J cannot carry the own term.  The self-interaction becomes O(r(eps) delta / N) with
+  r(eps) << t m (22-29 of 400 at eps = 1e-3 in the case above, where ||theta||^2 at step 400 is
+  0.721 / 0.726 / 0.725 / 0.726 from 10k to 80k paths per replica), and the cost per step falls
+  from O(N t m) to O(N r).  Error model: the Monte Carlo error (the spread over replicas), the
+  truncation, O(eps), and the remaining self-interaction, O(r delta / N); the last two are not
+  bounded a priori but measured: by the dependence on the number of paths (a straight line in 1/N
+  whose slope must be consistent with 0) and by a second eps (validation/dmft_paths.py).
 * ``"pathwise"`` (O(N T^3) time, O(N T^2) memory, exact per path):
   J(t,s) = 1[t=s] + (eta/delta) sum_{r=s}^{t-1} chi(t,r) psi'(u^r) J(r,s),
   R(t,s) = E[psi'(u^t) J(t,s)]; used to check the ``sources`` method.
@@ -153,6 +174,7 @@ class DMFTSetup:
     sphere: bool = False  # spherical GD: theta rescaled to ||theta|| = rho0 after every step
     planted: float | tuple = 0.0  # M_H at step planted_step (eq. (7)): one number for every neuron, or m numbers
     planted_step: int = 0  # the step at which the hard overlap is set to ``planted`` (0 before it)
+    source_tol: float = 0.0  # ``sources``: relative innovation variance below which no source opens (eq. (6b))
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -164,11 +186,13 @@ class DMFTSetup:
         return Problem.of(self)
 
     def cache_key(self) -> dict:
-        """Every field, except the planted start when there is none (the keys of runs without one are
-        those of the versions before it)."""
+        """Every field, except the planted start when there is none and the source tolerance when it is 0
+        (the keys of such runs are those of the versions before these fields)."""
         key = asdict(self)
         if not self.planted:
             del key["planted"], key["planted_step"]
+        if not self.source_tol:
+            del key["source_tol"]
         return key
 
     def validate(self):
@@ -194,6 +218,11 @@ class DMFTSetup:
             raise ThresholdsError(f"planted must be a finite number or a tuple of m numbers, got {self.planted!r}")
         if not (isinstance(self.planted_step, int) and 0 <= self.planted_step <= self.steps):
             raise ThresholdsError(f"planted_step must be an integer in [0, steps], got {self.planted_step!r}")
+        if not (isinstance(self.source_tol, (int, float)) and math.isfinite(self.source_tol)
+                and 0 <= self.source_tol < 1):
+            raise ThresholdsError(f"source_tol must be a number in [0, 1), got {self.source_tol!r}")
+        if self.source_tol and self.response != "sources":
+            raise UnsupportedError("a source tolerance applies to the 'sources' back-end")
         if self.planted and self.response != "sources":
             raise UnsupportedError("a planted hard overlap is solved by the 'sources' back-end")
         if self.m > 1 and self.response != "sources":
@@ -444,22 +473,25 @@ def _sources_targets(link, n, g_nodes, rng, split):
     return y, g, g_all @ split.easy.T, omega
 
 
-def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig):
+def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r0=None, r1=None):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the row t of Cpsi, the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
-    Bt and M."""
+    Bt and M.  r0 and r1 are the numbers of source rows before and after the whitening of step t
+    (t m and (t + 1) m when omitted); the sources r0..r1 - 1 opened at step t enter from step t + 1 on."""
     M, P = psi.shape[1], t * psi.shape[1]
+    r0 = P if r0 is None else r0
+    r1 = P + M if r1 is None else r1
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
-    rows = Lpsi[P : P + M, : P + M]
-    Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, : P + M].reshape(t + 1, M, P + M))
+    rows = Lpsi[P : P + M, :r1]
+    Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, :r1].reshape(t + 1, M, r1))
     Cpsi[: t + 1, t] = np.transpose(Cpsi[t, : t + 1], (0, 2, 1))
     wpsi = omega[:, None] * psi
     RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
-    RB = math.sqrt(setup.delta) * (epsT[:P] @ wpsi).T
+    RB = math.sqrt(setup.delta) * (epsT[:r0] @ wpsi).T
     A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
-    Bt[t + 1, :, :P] = (1 - eta * lam) * Bt[t, :, :P] + eta * RB + eta * rows[:, :P]
-    Bt[t + 1, :, P : P + M] = eta * rows[:, P:]
+    Bt[t + 1, :, :r0] = (1 - eta * lam) * Bt[t, :, :r0] + eta * RB + eta * rows[:, :r0]
+    Bt[t + 1, :, r0:r1] = eta * rows[:, r0:]
     Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
 
 
@@ -474,33 +506,42 @@ def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
     Msig[t + 1] *= scale[None, :]
 
 
-def _whiten(P, psi, omega, PsitT, Lpsi):
-    """Gram-Schmidt of the m columns psi_k^t (J = P + k) against the whitened past: fills rows J of Lpsi
-    (psi^t = sum_J Lpsi(t, J) psit^J) and, when the innovation is above INNOVATION_FLOOR, the new whitened
-    path PsitT[J].  The m columns are projected on the past together (two passes, for orthogonality), so
-    the past paths are read four times whatever m is; then each is orthogonalized against the new paths
-    of the columns before it, again twice.  In exact arithmetic this is column-by-column Gram-Schmidt."""
+def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=False):
+    """Gram-Schmidt of the m columns psi_k^t (column rows P + k of Lpsi) against the r whitened source paths
+    so far (r = P when omitted): fills the rows P + k of Lpsi (psi^t = sum_J Lpsi(t, J) psit^J) and, when
+    the innovation's variance is above ``floor`` times the column's, opens a new source: whitened path
+    PsitT[J], J = the next source row.  Returns the new number of source rows.  Without ``compact`` every
+    column takes a row (J = P + k; one that opens no source leaves its row zero); with it only the columns
+    that open a source do (eq. (6b)).  The m columns are projected on the past together (two passes, for
+    orthogonality), so the past paths are read four times whatever m is; then each is orthogonalized
+    against the new paths of the columns before it, again twice.  In exact arithmetic this is
+    column-by-column Gram-Schmidt."""
     M = psi.shape[1]
-    past = PsitT[:P]
-    coef = (past @ (omega[:, None] * psi)).T            # (m, P): <psi_k, psit^j>_omega
-    r = psi - (coef @ past).T
-    fix = (past @ (omega[:, None] * r)).T
-    r -= (fix @ past).T
-    Lpsi[P : P + M, :P] = coef + fix
+    r = P if r is None else r
+    past = PsitT[:r]
+    coef = (past @ (omega[:, None] * psi)).T            # (m, r): <psi_k, psit^j>_omega
+    res = psi - (coef @ past).T
+    fix = (past @ (omega[:, None] * res)).T
+    res -= (fix @ past).T
+    Lpsi[P : P + M, :r] = coef + fix
+    J = r
     for k in range(M):
-        J = P + k
-        col = r[:, k]
-        if k:
-            new = PsitT[P:J]
+        col = res[:, k]
+        if J > r:
+            new = PsitT[r:J]
             c = new @ (omega * col)
             col = col - c @ new
             c2 = new @ (omega * col)
             col -= c2 @ new
-            Lpsi[J, P:J] = c + c2
+            Lpsi[P + k, r:J] = c + c2
         norm2 = float(omega @ (col * col))
-        if norm2 > INNOVATION_FLOOR * max(float(omega @ (psi[:, k] * psi[:, k])), 1e-300):
-            Lpsi[J, J] = math.sqrt(norm2)
-            PsitT[J] = col / Lpsi[J, J]
+        if norm2 > floor * max(float(omega @ (psi[:, k] * psi[:, k])), 1e-300):
+            Lpsi[P + k, J] = math.sqrt(norm2)
+            PsitT[J] = col / Lpsi[P + k, J]
+            J += 1
+        elif not compact:
+            J += 1
+    return J
 
 
 def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
@@ -535,16 +576,19 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     loss = np.empty(n)
     train = np.zeros(T + 1)
     sq = math.sqrt(delta)
+    compact = setup.source_tol > 0  # eq. (6b): only the columns above the tolerance open a source
+    floor = setup.source_tol if compact else INNOVATION_FLOOR
+    r = 0  # source rows in use: every column's (t m) or, compact, the opened ones
     for t in range(T + 1):
         P = t * M
         if setup.planted and t <= setup.planted_step:  # eq. (7): M_H = 0 (its d = inf value), then the planted start
             Msig[t, hard_rows] = np.asarray(setup.planted, dtype=float) if t == setup.planted_step else 0.0
-        Bt_t = Bt[t, :, :P]
+        Bt_t = Bt[t, :, :r]
         C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
-                         + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :P]) / delta)
+                         + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :r]) / delta)
         C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
-        w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:P]).T / sq
-        u = w + (Bt_t @ PsitT[:P]).T / delta  # eq. (1): the memory term on the whitened psi paths
+        w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:r]).T / sq
+        u = w + (Bt_t @ PsitT[:r]).T / delta  # eq. (1): the memory term on the whitened psi paths
         if rE:
             u += gE @ Msig[t]
         _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
@@ -558,14 +602,15 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             snaps[t] = u.copy()
         if t == T:
             break
-        _whiten(P, psi, omega, PsitT, Lpsi)
-        _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig)
+        r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact)
+        _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r, r_new)
+        r = r_new
         if setup.sphere:
-            _rescale_to_sphere(t, P + M, A, Bt, Msig, rho0, delta)
+            _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)
     if M == 1:
         A, C, Cpsi, u, w = A[:, 0, 0], C[:, :, 0, 0], Cpsi[:, :, 0, 0], u[:, 0], w[:, 0]
         snaps = {s: v[:, 0] for s, v in snaps.items()}
-    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test)
+    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test, sources=r)
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -686,6 +731,7 @@ class ReplicaRun:
     test: np.ndarray | None = None
     hard_kernel: np.ndarray | None = None   # ``pathwise``: K_M(t, r) = E[g^2 psi'(u^t) J(t, r)] (eq. (9))
     hard_source: np.ndarray | None = None   # ``pathwise``: K_F(s, r) = E[g^2 psi^s psi^r]
+    sources: int | None = None              # ``sources``: source rows in use at the end (eq. (6b))
 
 
 RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O(N T^2), no inverse)",
@@ -733,7 +779,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
                       first.C, first.R, first.Cpsi, chi, *first.law, final_weights=first.omega,
                       replica_laws=[(o.law[0], o.law[1], o.law[2], o.omega) for o in outs],
                       snapshots={t: [o.snapshots[t] for o in outs] for t in (first.snapshots or {})},
-                      seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2),
+                      seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2, outs),
                       signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
                       easy_basis=split.easy.tolist() or None, **hard)
 
@@ -763,10 +809,14 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
     return norm2, ov, train, test, signal, easy
 
 
-def _notes(setup, split, replicas, n, Ey, Ey2) -> list:
+def _notes(setup, split, replicas, n, Ey, Ey2, outs) -> list:
     notes = [f"response: {RESPONSES[setup.response]}",
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error"]
+    if setup.source_tol:
+        opened = [o.sources for o in outs]
+        notes.append(f"source basis truncated at relative innovation variance {setup.source_tol:g} (eq. (6b)): "
+                     f"{min(opened)}-{max(opened)} of {setup.steps * setup.m} sources per replica")
     if setup.planted:
         where = ("every hard direction and neuron" if not isinstance(setup.planted, tuple)
                  else "every hard direction, per neuron")
