@@ -737,6 +737,9 @@ def _nn_setup_options(func):
                      help="DMFT paths (all replicas together)."),
         click.option("--replicas", default=3, show_default=True, type=click.IntRange(2, 1000),
                      help="Independent seeds (--law gd) or DMFT replicas (error bars)."),
+        click.option("--source-tol", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
+                     help="--law dmft: relative innovation variance below which a psi column opens no new source "
+                     "(dmft eq. (6b)); 1e-3 removes most of the law's finite-paths bias at long horizons."),
         click.option("--seed", default=0, show_default=True, type=SEED),
         click.option("--search-max", default=64.0, show_default=True, type=float, callback=RATIO,
                      help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),
@@ -757,7 +760,8 @@ def _nn_setup(activation, link, kw):
                       sphere=kw["sphere"])
     return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
                                 law_dtype=kw["law_dtype"], paths=kw["paths"], replicas=kw["replicas"],
-                                seed=kw["seed"], search_max=kw["search_max"], rtol=kw["rtol"])
+                                source_tol=kw["source_tol"], seed=kw["seed"], search_max=kw["search_max"],
+                                rtol=kw["rtol"])
 
 
 def _setup_line(setup) -> str:
@@ -765,7 +769,8 @@ def _setup_line(setup) -> str:
             f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
             + ("spherical GD, " if setup.sphere else "")
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
-            + (f"{setup.paths} DMFT paths in {setup.replicas} replicas" if setup.law == "dmft" else
+            + (f"{setup.paths} DMFT paths in {setup.replicas} replicas"
+               + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "") if setup.law == "dmft" else
                f"law from finite-d GD at d = {setup.law_d} ({setup.law_dtype}), {setup.replicas} seeds")
             + f", seed {setup.seed}")
 

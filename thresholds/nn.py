@@ -56,6 +56,7 @@ class NNSetup(Problem):
     law_dtype: str = "float32"  # storage of the "gd" law's data (accumulations are float64; README)
     paths: int = 20_000
     replicas: int = 3
+    source_tol: float = 0.0  # "dmft" law: thresholds.dmft eq. (6b) (0: every psi column opens a source)
     seed: int = 0
     search_min: float = 0.0
     search_max: float = 64.0
@@ -64,6 +65,7 @@ class NNSetup(Problem):
     def __setstate__(self, state):
         state.setdefault("law_dtype", "float64")  # pickled before the field existed: float64 laws
         state.setdefault("mean_field", False)
+        state.setdefault("source_tol", 0.0)
         self.__dict__.update(state)
 
     @property
@@ -83,7 +85,8 @@ class NNSetup(Problem):
     def dmft(self, delta: float) -> DMFTSetup:
         """The DMFT (and Hessian) setup of this problem at ``delta``."""
         return DMFTSetup.from_problem(replace(self.problem, steps=int(self.steps)), delta, paths=self.paths,
-                                      replicas=self.replicas, seed=self.seed)
+                                      replicas=self.replicas, seed=self.seed,
+                                      source_tol=self.source_tol if self.law == "dmft" else 0.0)
 
     def validate(self):
         self.dmft(1.0).validate()
@@ -94,6 +97,8 @@ class NNSetup(Problem):
                                    "(the DMFT of the m -> inf limit is not built)")
         if self.law not in ("dmft", "gd"):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
+        if self.source_tol and self.law != "dmft":
+            raise ThresholdsError("source_tol applies to the DMFT law (law = 'dmft')")
         if self.law_dtype not in ("float32", "float64"):
             raise ThresholdsError(f"law_dtype must be 'float32' or 'float64', got {self.law_dtype!r}")
         if self.law == "gd" and self.law_d < 50:

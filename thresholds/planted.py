@@ -119,13 +119,15 @@ def planted_start(q0: float, direction=None):
 
 
 def planted_run(problem: Problem, delta: float, q0: float, steps: int, *, paths: int, seed: int = 0,
-                cache: bool = True, direction=None):
+                cache: bool = True, direction=None, source_tol: float = 0.0):
     """The planted DMFT from M_H(0) = q0 v (``direction`` v, m entries with (1/m)|v|^2 = 1; None: every neuron
-    q0), one replica of ``paths`` paths, cached on disk unless ``cache`` is False."""
+    q0), one replica of ``paths`` paths (``source_tol``: thresholds.dmft eq. (6b)), cached on disk unless
+    ``cache`` is False."""
     if not (q0 > 0 and math.isfinite(q0)):
         raise ThresholdsError(f"a planted overlap must be a positive number, got {q0!r}")
     return solve_dmft(DMFTSetup.from_problem(replace(problem, steps=int(steps)), delta, paths=paths, replicas=1,
-                                             seed=seed, planted=planted_start(q0, direction)), cache=cache)
+                                             seed=seed, planted=planted_start(q0, direction),
+                                             source_tol=source_tol), cache=cache)
 
 
 def mode_amplitude(res, t: int, direction) -> float:

@@ -234,9 +234,10 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
     if bad:
         notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
                      f"by more than 2 s.e. between {half_setup.paths} and {setup.paths} paths from step "
-                     f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); the law of the "
-                     "sources back-end carries a bias that grows with t (README); use more paths or the "
-                     "finite-d GD law")
+                     f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
+                     + ("the plain sources back-end carries a self-interaction that grows with t: use "
+                        "--source-tol 1e-3 (dmft eq. (6b)), more paths or the finite-d GD law" if not setup.source_tol
+                        else "more paths, or a smaller --source-tol to check the truncation"))
     return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
             "converged_until": min(bad) - 1 if bad else ref.steps[-1]}

@@ -33,12 +33,15 @@ RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
 
 def setup_fields(setup: NNSetup) -> dict:
     """The setup as a cache key: every field, except ``law_dtype`` when it is float64 (results computed
-    before the field existed were float64 and keep their keys)."""
+    before the field existed were float64 and keep their keys), and ``mean_field`` and ``source_tol`` at
+    their defaults (likewise)."""
     out = asdict(setup)
     if out["law_dtype"] == "float64":
         del out["law_dtype"]
     if not out["mean_field"]:  # finite widths keep the keys they had before m = inf existed
         del out["mean_field"]
+    if not out.get("source_tol"):
+        del out["source_tol"]
     return out
 
 
