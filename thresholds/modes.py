@@ -229,10 +229,12 @@ def refusal(problem: Problem) -> str:
 
 def width_point(problem: Problem, delta: float, points: dict = None, *, paths: int = PATHS,
                 spread_paths: int = 5_000, tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True,
-                log=None, angles=None) -> WidthPoint:
+                log=None, angles=None, source_tol: float = 0.0) -> WidthPoint:
     """One delta of eq. (6): the spreads (eqs. (2)-(4)) and r_c at every angle (``points``: computed deltas whose
     brackets start the bisections; ``log(text)``: one line per DMFT run and per angle; ``angles``: ANGLES in
-    another order, e.g. for a second process that shares the cache)."""
+    another order, e.g. for a second process that shares the cache; ``source_tol``: the source basis of the
+    horizon-long planted runs of r_c, thresholds.dmft eq. (6b); the spreads' runs of ``tstar`` steps keep every
+    source)."""
     points = points or {}
     say = log or (lambda text: None)
     tstar = min(int(tstar), int(problem.steps))
@@ -258,7 +260,7 @@ def width_point(problem: Problem, delta: float, points: dict = None, *, paths: i
         noise = math.sqrt(max(n * n - problem.rho0**2 / m, 0.0) * delta / paths)  # eq. (4) at d = paths/delta
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths,
                               seed=seed, moves=noise_moves(low, noise), bounded=True, cache=cache,
-                              direction=u, reading=reading,
+                              direction=u, reading=reading, source_tol=source_tol,
                               progress=lambda q, f, phi=phi: say(
                                   f"delta {delta:g}, phi {math.degrees(phi):.0f} deg: planted r = {q:.4g} -> "
                                   f"hard fraction {f:.3f} at step {problem.steps}"))
@@ -271,9 +273,10 @@ def width_point(problem: Problem, delta: float, points: dict = None, *, paths: i
 
 def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, resolution: float = 0.12,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = PATHS, spread_paths: int = 5_000,
-            tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None) -> FiniteDPrediction:
+            tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None,
+            source_tol: float = 0.0) -> FiniteDPrediction:
     """delta_1/2(d) of eqs. (5)-(6) for each d at the horizon ``problem.steps`` (the grid of
-    thresholds.planted.predict; points are WidthPoint).  Every DMFT run is cached on disk unless ``cache``
+    thresholds.planted.predict; points are WidthPoint; ``source_tol`` as in :func:`width_point`).  Every DMFT run is cached on disk unless ``cache``
     is False, so an interrupted prediction resumes.  ``log(text)`` gets one line per DMFT run and per delta."""
     if refusal(problem):
         raise UnsupportedError(refusal(problem))
@@ -285,7 +288,7 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
 
     def point(delta, points):
         return width_point(problem, delta, points, paths=paths, spread_paths=spread_paths, tstar=tstar, ratio=ratio,
-                           seed=seed, cache=cache, log=say)
+                           seed=seed, cache=cache, log=say, source_tol=source_tol)
 
     points = solve_grid(point, dims, start=start, expand=expand, resolution=resolution, search_min=search_min,
                         search_max=search_max)

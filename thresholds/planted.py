@@ -158,7 +158,8 @@ def hard_fraction(problem: Problem, delta: float, q0: float, steps: int, *, path
 
 def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, high=0.4, ratio=1.25,
                      paths=80_000, seed=0, progress=None, moves: int = 3, bounded: bool = False,
-                     cache: bool = True, t_map: int = None, direction=None, reading=None) -> CriticalOverlap:
+                     cache: bool = True, t_map: int = None, direction=None, reading=None,
+                     source_tol: float = 0.0) -> CriticalOverlap:
     """Bisection in log q0 for the smallest planted overlap that escapes by ``steps`` (module docstring);
     ``low``/``high`` are moved outward by factors of 2 (at most ``moves`` times) when they do not bracket.
     Past that, ThresholdsError, or with ``bounded`` a one-sided result: [0, q] when the planted DMFT escapes
@@ -166,11 +167,13 @@ def critical_overlap(problem: Problem, delta: float, steps: int, *, low=0.01, hi
     which acts like the sample forcing at d = paths / delta), [q, inf] when it escapes from none.  With
     ``t_map``, each run's |M_H(t_map)| is kept (``amplitudes``, for eq. (4)).  ``direction``: plant along a
     mode v of the neurons (:func:`planted_run`; the amplitude is then that of the mode); ``reading(res)``
-    replaces :func:`run_amplitude` as the kept amplitude."""
+    replaces :func:`run_amplitude` as the kept amplitude; ``source_tol``: the source basis of the runs
+    (thresholds.dmft eq. (6b))."""
     runs, amplitudes = [], {}
 
     def escapes(q):
-        res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache, direction=direction)
+        res = planted_run(problem, delta, q, steps, paths=paths, seed=seed, cache=cache, direction=direction,
+                          source_tol=source_tol)
         frac = float(res.hard_fraction[-1])
         runs.append((q, frac))
         if reading is not None:

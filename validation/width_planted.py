@@ -59,9 +59,10 @@ def run_points(args):
     for delta in (float(x) for x in args.deltas.split(",")):
         t0 = time.time()
         p = modes.width_point(problem, delta, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
-                              angles=tuple(reversed(modes.ANGLES)) if args.reverse else None, paths=args.paths)
+                              angles=tuple(reversed(modes.ANGLES)) if args.reverse else None, paths=args.paths,
+                              source_tol=args.source_tol)
         row = dict(_point_json(p), seconds=time.time() - t0, activation=args.activation, link=args.link,
-                   eta=args.eta, steps=args.steps, paths=args.paths)
+                   eta=args.eta, steps=args.steps, paths=args.paths, source_tol=args.source_tol)
         (args.points / f"delta_{delta:g}.json").write_text(json.dumps(row, indent=1) + "\n")
 
 
@@ -71,12 +72,15 @@ def combine(args) -> dict:
     rows = [json.loads(f.read_text()) for f in sorted(args.points.glob("delta_*.json"))]
     if len({r.get("paths", PATHS) for r in rows}) > 1:
         raise SystemExit("the point files were computed with different numbers of paths")
+    if len({r.get("source_tol", 0.0) for r in rows}) > 1:
+        raise SystemExit("the point files were computed with different source bases (source_tol)")
     pts = [_point(r, args.planted_q0) for r in sorted(rows, key=lambda r: r["delta"])]
     dims = [int(x) for x in args.dims.split(",")]
     first = rows[0]
     out = {"method": "planted DMFT in the plane of the neurons' modes (thresholds.modes, eqs. (1)-(7))",
            "activation": first["activation"], "link": first["link"], "eta": first["eta"], "m": first["m"],
            "horizon_steps": first["steps"], "paths": first.get("paths", PATHS),
+           "source_tol": first.get("source_tol", 0.0),
            "seconds": sum(r["seconds"] for r in rows),
            "crossings": [crossing(pts, d).to_json() for d in dims],
            "points": [{k: v for k, v in r.items() if k not in ("activation", "link", "eta", "steps")} for r in rows]}
@@ -165,6 +169,8 @@ def main(argv=None):
     ap.add_argument("--run", action="store_true")
     ap.add_argument("--deltas", help="Compute only these deltas (comma-separated), one JSON each in --points.")
     ap.add_argument("--paths", type=int, default=PATHS, help="With --deltas: paths per planted DMFT run.")
+    ap.add_argument("--source-tol", type=float, default=0.0, help="With --deltas: the source basis of the planted "
+                    "runs of r_c (thresholds.dmft eq. (6b); 0: every source).")
     ap.add_argument("--reverse", action="store_true", help="With --deltas: the angles in reverse order (a second "
                     "process on the same deltas and cache then meets the first one halfway).")
     ap.add_argument("--points", type=Path, help="Directory of per-delta JSON files (--deltas, --combine).")
