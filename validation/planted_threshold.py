@@ -25,15 +25,16 @@ from validation import records
 OUT = Path(__file__).resolve().parent / "reports" / "planted"
 
 
-def predict(activation, link, eta, steps, delta, *, low, high, paths, spread_paths, tstar):
+def predict(activation, link, eta, steps, delta, *, low, high, paths, spread_paths, tstar, source_tol=0.0):
     problem = Problem(activation, link, eta=eta, steps=steps)
-    qc = critical_overlap(problem, delta, steps, low=low, high=high, paths=paths,
+    qc = critical_overlap(problem, delta, steps, low=low, high=high, paths=paths, source_tol=source_tol,
                           progress=lambda q, f: print(f"  delta {delta:g}: q0 = {q:.4f} -> hard fraction "
                                                       f"{f:.3f} at step {steps}", flush=True))
     s, s_err = spread(problem, delta, tstar=tstar, paths=spread_paths)
     return effective({"activation": activation, "link": link, "eta": eta, "steps": steps, "delta": float(delta),
                       "paths": paths, "q_low": qc.low, "q_high": qc.high, "runs": qc.runs, "tstar": tstar,
-                      "s": s, "s_err": s_err, "spread_paths": spread_paths})
+                      "s": s, "s_err": s_err, "spread_paths": spread_paths,
+                      **({"source_tol": source_tol} if source_tol else {})})
 
 
 def effective(row: dict) -> dict:
@@ -150,6 +151,8 @@ def main(argv=None):
     ap.add_argument("--paths", type=int, default=80_000)
     ap.add_argument("--spread-paths", type=int, default=160_000)
     ap.add_argument("--tstar", type=int, default=50)
+    ap.add_argument("--source-tol", type=float, default=0.0, help="The source basis of the planted runs "
+                    "(thresholds.dmft eq. (6b); 0: every source); its rows go to a file of their own (_tol<value>).")
     ap.add_argument("--dims", default="200,400,800")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--gd", type=Path, nargs="+", help="With --summary: `thresholds validate` report.md files at the same horizon.")
@@ -160,7 +163,8 @@ def main(argv=None):
                     "the recorded rows that lack them (from the cached runs) and rewrite the file.")
     args = ap.parse_args(argv)
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"predicted_{args.activation}_{args.link}_eta{args.eta:g}_T{args.steps}.jsonl"
+    path = OUT / (f"predicted_{args.activation}_{args.link}_eta{args.eta:g}_T{args.steps}"
+                  + (f"_tol{args.source_tol:g}" if args.source_tol else "") + ".jsonl")
     rows = records.read(path)
     dims = [int(v) for v in args.dims.split(",")]
     if args.effective:
@@ -189,7 +193,7 @@ def main(argv=None):
         if delta in done:
             continue
         rec = predict(args.activation, args.link, args.eta, args.steps, delta, low=args.low, high=args.high,
-                      paths=args.paths, spread_paths=args.spread_paths, tstar=args.tstar)
+                      paths=args.paths, spread_paths=args.spread_paths, tstar=args.tstar, source_tol=args.source_tol)
         records.append(path, rec)
         print(f"delta {delta:g}: q_c in [{rec['q_low']:.4f}, {rec['q_high']:.4f}], s = {rec['s']:.2f} +- "
               f"{rec['s_err']:.2f}", flush=True)
