@@ -726,8 +726,9 @@ def _nn_setup_options(func):
                      "(Hessian = Riemannian Hessian on the sphere)."),
         click.option("--law", type=click.Choice(["gd", "dmft"]), default="gd", show_default=True,
                      help="Law of (u, y, g) after the first phase: finite-d GD restricted to the complement of "
-                     "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; its law is biased at "
-                     "long horizons unless --paths is large, see README; a path check is printed)."),
+                     "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; with --source-tol 0 its "
+                     "law is biased at long horizons unless --paths is large, use --source-tol 1e-3 (thresholds/"
+                     "METHODS.md); a path check is printed)."),
         click.option("--law-d", default=1000, show_default=True, type=click.IntRange(50, 10**6),
                      help="Dimension of the finite-d law (--law gd)."),
         click.option("--law-dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
