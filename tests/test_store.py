@@ -49,3 +49,13 @@ def test_the_problem_validator_names_the_field(field, value):
         Problem("gelu", **{field: value}).validate()
     with pytest.raises(ThresholdsError):  # every layer validates through it
         NNSetup("gelu", **{field: value}).validate()
+
+
+def test_the_source_tolerance_reaches_the_dmft_law_and_only_it():
+    from thresholds.errors import ThresholdsError
+    plain = NNSetup("quad", law="dmft", paths=40000)
+    cut = NNSetup("quad", law="dmft", paths=40000, source_tol=1e-3)
+    assert cut.dmft(6.0).source_tol == 1e-3 and "source_tol" not in plain.dmft(6.0).cache_key()
+    assert result_key(cut) != result_key(plain) and result_key(cut)["nn"]["source_tol"] == 1e-3
+    with pytest.raises(ThresholdsError, match="source_tol"):
+        NNSetup("quad", source_tol=1e-3).validate()   # the default law is the finite-d GD law
