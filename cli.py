@@ -944,6 +944,11 @@ def _finite_d_options(dims_help: str):
                          "uses twice as many), 20000 at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5)."),
+            click.option("--finite-source-tol", default=0.0, show_default=True,
+                         type=click.FloatRange(0, 1, max_open=True),
+                         help="With --dims: the source basis of the horizon-long planted DMFT runs (dmft eq. (6b); "
+                         "0: every source, as in the committed checks at m = 1, 2; 1e-3 removes their finite-paths "
+                         "bias and was checked at m = 4, validation/reports/planted/width section 5b)."),
         ]
         return _with_options(func, opts)
     return decorate
@@ -982,7 +987,7 @@ def _finite_dims(dims, start, search_max):
                    "modes of thresholds.modes at m > 1; finite --m only).")
 @_executor_options("searches of --scan", "one search")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
-           **kw):
+           finite_source_tol, **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
     negative outlier in the hard subspace (any width --m and number of hard directions;
     square loss).
@@ -1024,7 +1029,8 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         print_table(table)
         return
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
-    finite = (_finite_d_prediction(setup, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json)
+    finite = (_finite_d_prediction(setup, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
+                                   source_tol=finite_source_tol)
               if dim_list else None)
     if plot_path:
         from thresholds.plots import t_curve_figure
@@ -1070,14 +1076,15 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
                   + (", from cache" if getattr(res, "from_cache", False) else "") + "[/]")
 
 
-def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False):
-    """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``), with a log
-    line per DMFT run."""
+def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0):
+    """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``; ``source_tol``:
+    the planted runs' source basis), with a log line per DMFT run."""
     from thresholds.modes import prediction
     with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
         act.begin(f"planted DMFT runs ({setup.steps} steps each) and spreads")
         return prediction(setup.problem, dims, paths=paths, start=start, search_min=max(setup.search_min, FINITE_LOW),
-                          search_max=setup.search_max, seed=setup.seed, cache=not no_cache, log=act.line)
+                          search_max=setup.search_max, seed=setup.seed, cache=not no_cache, log=act.line,
+                          source_tol=source_tol)
 
 
 def _print_finite_d(finite):
@@ -1111,7 +1118,8 @@ def _print_finite_d(finite):
                    "other) and the crossing at d of a cached `validate` run at the same fixed horizon "
                    "(--t0 steps*eta --c 0).")
 @_executor_options("rows' searches", "one search")
-def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start, **kw):
+def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start,
+              finite_source_tol, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
     simulated threshold when a validation of the same setup is cached; with --dims, the
     finite-d prediction next to the simulated crossing at each d."""
@@ -1146,7 +1154,8 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
         from thresholds.store import cached_validation as cached
         for i, (st, r, _) in enumerate(rows):
             if r is not None and not _finite_refusal(st):
-                pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json)
+                pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
+                                            source_tol=finite_source_tol)
                 sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
                 finite[i] = (pred, sim.get("crossings", {}))
     if as_json:

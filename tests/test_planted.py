@@ -185,7 +185,7 @@ def test_nn_dims_cli(shared_cache):
     out = json.loads(res.stdout)
     assert "delta_nn" in out and "escape_finite_d" in out
     pred = out["finite_d_prediction"]
-    assert pred["horizon_steps"] == 30 and pred["tstar"] == 30
+    assert pred["horizon_steps"] == 30 and pred["tstar"] == 30 and pred["source_tol"] == 0.0
     pts = [(p["delta"], math.sqrt(p["q_c_low"] * p["q_c_high"]) / p["s"]) for p in pred["points"]]
     assert all(p["q_c_low"] < p["q_c_high"] and p["s"] > 0 for p in pred["points"])
     assert [r["d"] for r in out["finite_d"]] == [40, 80]
@@ -254,3 +254,25 @@ def test_one_sided_critical_overlap_enters_the_grid(monkeypatch):
     # at a d where the bound 0.01/16 does not decide the sign, the crossing is reported as not resolved
     far = planted.predict(Problem("quad", eta=0.05, steps=100), [10**8], start=8.0, search_max=9.0)
     assert not far.crossings[0].found and "not resolved" in far.crossings[0].note
+
+
+def test_the_finite_d_prediction_takes_the_truncated_source_basis(shared_cache, monkeypatch):
+    """`nn --dims --finite-source-tol` hands the tolerance to every horizon-long planted run and records it."""
+    import json
+
+    from click.testing import CliRunner
+
+    import thresholds.planted as planted
+    from cli import main
+    seen = []
+    real = planted.planted_run
+
+    def spy(*args, **kw):
+        seen.append(kw.get("source_tol"))
+        return real(*args, **kw)
+    monkeypatch.setattr(planted, "planted_run", spy)
+    res = CliRunner().invoke(main, ["nn"] + CLI_BASE + CLI_FINITE + ["--finite-source-tol", "1e-3", "--json"],
+                             env={"THRESHOLDS_CACHE": shared_cache})
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["finite_d_prediction"]["source_tol"] == 1e-3
+    assert seen and set(seen) == {1e-3}

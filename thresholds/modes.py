@@ -295,7 +295,7 @@ def predict(problem: Problem, dims, *, start: float = 4.0, expand: float = 1.5, 
                         search_max=search_max)
     pts = sorted(points.values(), key=lambda p: p.delta)
     return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
-                             seconds=time.time() - t0, scope=SCOPE)
+                             seconds=time.time() - t0, scope=SCOPE, source_tol=source_tol)
 
 
 def any_refusal(problem: Problem) -> str:

@@ -298,11 +298,12 @@ class FiniteDPrediction:
     tstar: int
     seconds: float = 0.0
     scope: str = SCOPE
+    source_tol: float = 0.0  # the source basis of the planted runs (thresholds.dmft eq. (6b))
 
     def to_json(self) -> dict:
         return {"method": "planted DMFT + forcing law (thresholds.planted, eqs. (1)-(3))",
                 "horizon_steps": self.problem.steps, "paths": self.paths, "spread_paths": self.spread_paths,
-                "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds,
+                "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds, "source_tol": self.source_tol,
                 "crossings": [c.to_json() for c in self.crossings],
                 "points": [_point_json(p) for p in self.points]}
 
@@ -380,10 +381,12 @@ def refusal(problem: Problem) -> str:
 
 def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, resolution: float = 0.12,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = 80_000, spread_paths: int = 160_000,
-            tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None) -> FiniteDPrediction:
+            tstar: int = 50, ratio: float = 1.25, seed: int = 0, cache: bool = True, log=None,
+            source_tol: float = 0.0) -> FiniteDPrediction:
     """delta_1/2(d) of eq. (3) for each d at the horizon ``problem.steps``, on a grid of deltas grown from
     ``start`` (module docstring).  Every DMFT run is cached on disk (unless ``cache`` is False), so an
-    interrupted prediction resumes.
+    interrupted prediction resumes.  ``source_tol``: the source basis of the planted runs of q_c
+    (thresholds.dmft eq. (6b)).
     ``log(text)`` gets one line per DMFT run and per delta."""
     import time
 
@@ -403,6 +406,7 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
         # the DMFT's own forcing as an effective overlap: the forced part of s at d = paths / delta
         noise = math.sqrt(max(s * s - problem.rho0**2, 0.0) * delta / paths)
         qc = critical_overlap(problem, delta, problem.steps, low=low, high=high, ratio=ratio, paths=paths, seed=seed,
+                              source_tol=source_tol,
                               progress=lambda q, f: say(f"delta {delta:g}: planted q0 = {q:.4g} -> hard fraction "
                                                         f"{f:.3f} at step {problem.steps}"), moves=noise_moves(low, noise),
                               bounded=True, cache=cache, t_map=t_map)
@@ -415,7 +419,7 @@ def predict(problem: Problem, dims, *, start: float = 8.0, expand: float = 1.5, 
                         search_max=search_max)
     pts = sorted(points.values(), key=lambda p: p.delta)
     return FiniteDPrediction(problem, pts, [crossing(pts, d) for d in dims], paths, spread_paths, tstar,
-                             seconds=time.time() - t0)
+                             seconds=time.time() - t0, source_tol=source_tol)
 
 
 def grid_dims(dims, *, start, expand, resolution, search_min, search_max) -> list:
