@@ -237,7 +237,9 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
                      f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
                      + ("the plain sources back-end carries a self-interaction that grows with t: use "
                         "--source-tol 1e-3 (dmft eq. (6b)), more paths or the finite-d GD law" if not setup.source_tol
-                        else "more paths, or a smaller --source-tol to check the truncation"))
+                        else "with the truncated source basis this is mostly the extreme values of G (its left "
+                        "edge is the minimum over the paths; the clipped indicator does not move in "
+                        "validation/reports/dmft_paths); more paths or a smaller --source-tol check the rest"))
     return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
             "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
