@@ -42,7 +42,7 @@ Responses (the cost driver), chosen by ``response``:
   The plain scheme (eps = 0) opens a source for every column, r = t m, so this self-interaction grows
   with t and biases the long-horizon law (quad, phase retrieval, delta 16, eta 0.05, step 400:
   ||theta||^2 = 0.917 / 0.842 / 0.799 / 0.770 / 0.750 with 5k / 10k / 20k / 40k / 80k paths per
-  replica, against 0.728 +- 0.006 for GD at d -> inf; validation/reports/dmft_paths).  After the
+  replica, against 0.728 +- 0.004 for GD at d -> inf; validation/reports/dmft_paths).  After the
   first steps every psi column is almost in the span of the earlier ones (relative innovation
   variance 1e-6 - 1e-5 there), so a few sources carry nearly all the variance of the paths.  With
   eps > 0 a column opens a source only when its residual against the sources so far has relative
