@@ -473,15 +473,13 @@ def _sources_targets(link, n, g_nodes, rng, split):
     return y, g, g_all @ split.easy.T, omega
 
 
-def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r0=None, r1=None):
+def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r0, r1):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the row t of Cpsi, the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
-    Bt and M.  r0 and r1 are the numbers of source rows before and after the whitening of step t
-    (t m and (t + 1) m when omitted); the sources r0..r1 - 1 opened at step t enter from step t + 1 on."""
+    Bt and M.  r0 and r1 are the numbers of source rows before and after the whitening of step t (t m and
+    (t + 1) m with every source); the sources r0..r1 - 1 opened at step t enter from step t + 1 on."""
     M, P = psi.shape[1], t * psi.shape[1]
-    r0 = P if r0 is None else r0
-    r1 = P + M if r1 is None else r1
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
     Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, :r1].reshape(t + 1, M, r1))
