@@ -741,6 +741,9 @@ def _nn_setup_options(func):
         click.option("--source-tol", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
                      help="--law dmft: relative innovation variance below which a psi column opens no new source "
                      "(dmft eq. (6b)); 1e-3 removes most of the law's finite-paths bias at long horizons."),
+        click.option("--edge-d", default=0, show_default=True, type=click.IntRange(0, 10**9),
+                     help="--law dmft: cut the law of G from below at the extreme of the n = delta * EDGE_D samples "
+                     "of a data set at d = EDGE_D (thresholds/hessian.py eq. (5)); 0: the paths' own extremes."),
         click.option("--seed", default=0, show_default=True, type=SEED),
         click.option("--search-max", default=64.0, show_default=True, type=float, callback=RATIO,
                      help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),
@@ -761,7 +764,7 @@ def _nn_setup(activation, link, kw):
                       sphere=kw["sphere"])
     return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
                                 law_dtype=kw["law_dtype"], paths=kw["paths"], replicas=kw["replicas"],
-                                source_tol=kw["source_tol"], seed=kw["seed"], search_max=kw["search_max"],
+                                source_tol=kw["source_tol"], edge_d=kw["edge_d"], seed=kw["seed"], search_max=kw["search_max"],
                                 rtol=kw["rtol"])
 
 
@@ -771,7 +774,9 @@ def _setup_line(setup) -> str:
             + ("spherical GD, " if setup.sphere else "")
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
             + (f"{setup.paths} DMFT paths in {setup.replicas} replicas"
-               + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "") if setup.law == "dmft" else
+               + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "")
+               + (f", left tail of G at n = delta * {setup.edge_d} samples" if setup.edge_d else "")
+               if setup.law == "dmft" else
                f"law from finite-d GD at d = {setup.law_d} ({setup.law_dtype}), {setup.replicas} seeds")
             + f", seed {setup.seed}")
 

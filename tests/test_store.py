@@ -59,3 +59,16 @@ def test_the_source_tolerance_reaches_the_dmft_law_and_only_it():
     assert result_key(cut) != result_key(plain) and result_key(cut)["nn"]["source_tol"] == 1e-3
     with pytest.raises(ThresholdsError, match="source_tol"):
         NNSetup("quad", source_tol=1e-3).validate()   # the default law is the finite-d GD law
+
+
+def test_the_tail_cut_reaches_the_dmft_law_only_and_its_key():
+    from thresholds.errors import ThresholdsError
+    plain = NNSetup("quad", law="dmft", paths=40000, source_tol=1e-3)
+    cut = NNSetup("quad", law="dmft", paths=40000, source_tol=1e-3, edge_d=1000)
+    cut.validate()
+    assert "edge_d" not in result_key(plain)["nn"] and result_key(cut)["nn"]["edge_d"] == 1000
+    assert cut.dmft(6.0).cache_key() == plain.dmft(6.0).cache_key()  # the same DMFT run, cut afterwards
+    with pytest.raises(ThresholdsError, match="edge_d"):
+        NNSetup("quad", edge_d=1000).validate()   # the finite-d GD law has its own tail
+    with pytest.raises(ThresholdsError, match="edge_d"):
+        NNSetup("quad", law="dmft", edge_d=-1).validate()

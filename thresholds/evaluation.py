@@ -35,7 +35,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     for "gd")."""
     if setup.law == "dmft":
         return from_spectra(delta, hessian_spectra(setup.dmft(delta), cache=cache, progress=progress,
-                                                   outliers=outliers))
+                                                   outliers=outliers, edge_d=setup.edge_d))
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")

@@ -28,6 +28,20 @@ settled" (negative curvature in bulk directions: the first phase has not reached
 never as a threshold.  The indicator (4) is also recomputed on the law clipped from below at its 1e-3
 quantile (a finite-n truncation of the tail); the two agree when the extreme samples do not drive the
 answer, and delta_NN reports the threshold under both.
+
+The left tail of a data set of n samples (``tail_n``).  The DMFT law is the d = inf law of one sample,
+but its lower tail in G is not bounded at the horizons delta_NN uses: the paths with large y that the
+first phase has not yet fitted sit near the saddle of their loss, where G ~ -y a sigma'' (quad, phase
+retrieval, delta 16, step 400: the minimum of G over 2e4 / 8e4 / 3.2e5 / 1.28e6 paths is -19.8 / -20.3 /
+-22.7 / -25.0, validation/reports/tail_edge).  The plain indicator of a DMFT law therefore belongs to a
+data set of as many samples as there are paths per replica.  With ``tail_n`` = n the law of G is cut
+from below at the median of the minimum of n samples,
+
+    G -> max(G, G_q),  q = 1 - 2^(-1/n)  (~ ln 2 / n),                                  (5)
+
+which gives the plain indicator the left edge of a data set of n = delta d samples from the d = inf law
+(the d of the question, not of a simulation).  The cut is resolved only when the paths per replica
+exceed n by a few; otherwise (5) keeps the paths' own minimum and a note says so.
 """
 from __future__ import annotations
 
@@ -114,6 +128,11 @@ class HessianSpectrum:
 CLIP_QUANTILE = 1e-3  # tail-sensitivity check: the law of G clipped at this lower quantile
 
 
+def sample_quantile(n: float) -> float:
+    """Eq. (5): the quantile q at the median of the minimum of n samples, (1 - q)^n = 1/2."""
+    return -math.expm1(-math.log(2.0) / n)
+
+
 def _clip_lower(G, w, q):
     """G clipped from below at its weighted q-quantile."""
     order = np.argsort(G)
@@ -156,10 +175,13 @@ class ReplicaSpectrum:
     sectors: tuple | None = None
 
 
-def _one_law(act, setup, delta, u, y, g, w, outliers=True) -> ReplicaSpectrum:
+def _one_law(act, setup, delta, u, y, g, w, outliers=True, tail_n=None) -> ReplicaSpectrum:
     """Scalar engine (m = 1, thresholds.outlier): edges, negative indicator (plain and tail-clipped) and
-    outliers of one replica's law, all for the Riemannian Hessian (shifted by -mu) on the sphere."""
+    outliers of one replica's law, all for the Riemannian Hessian (shifted by -mu) on the sphere; with
+    ``tail_n`` the plain law is the one cut at the extreme of that many samples (eq. (5))."""
     G = hessian_weight(act, setup.a, setup.b, u, y)
+    if tail_n is not None:
+        G = _clip_lower(G, np.asarray(w), sample_quantile(tail_n))  # eq. (5)
     M = spike_weight(g)  # g_H^2, or the r_H x r_H matrix g_H g_H^T
     mu = sphere_shift(act, setup, u, y, w) if setup.sphere else 0.0
     law = WeightLaw.from_nodes(G, w, M, description="Hessian weight")
@@ -182,13 +204,16 @@ def _clip_lower_m(W, w, q):
     return np.einsum("nij,nj,nkj->nik", vecs, np.maximum(vals, floor), vecs)
 
 
-def _one_law_m(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum:
+def _one_law_m(act, setup, delta, U, y, g, w, outliers=True, tail_n=None) -> ReplicaSpectrum:
     """Matrix engine (width m > 1, thresholds.stieltjes_m): left edge, negative indicator (plain and with
     the lowest eigenvalues of W clipped), the lowest hard outlier (located at every step, as for m = 1;
-    reported with its overlap^2 only when ``outliers``).  The right edge is not computed (nan)."""
+    reported with its overlap^2 only when ``outliers``).  The right edge is not computed (nan).  ``tail_n``:
+    the plain law cut at the extreme of that many samples (eq. (5), on the lowest eigenvalues of W)."""
     from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator as indicator_m
     W = hessian_weight_m(act, setup.a, setup.b, U, y)
     w = np.asarray(w, dtype=float)
+    if tail_n is not None:
+        W = _clip_lower_m(W, w, sample_quantile(tail_n))  # eq. (5)
     h = spike_weight(g)  # r_H > 1: the (m r_H) x (m r_H) outlier matrix
     law = MatrixLaw(W, h, w)
     edge = left_edge(law, delta)
@@ -200,7 +225,7 @@ def _one_law_m(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum:
     return ReplicaSpectrum(edge.z, math.nan, ind, cind, z_low, found)
 
 
-def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum:
+def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True, tail_n=None) -> ReplicaSpectrum:
     """Sector engine, the wide limit m -> inf (thresholds.meanfield), the m neurons of the law standing in
     for the population: left edge of the pooled law of D, the larger of the two sectors' indicators (plain
     and with D clipped from below at its pooled 1e-3 quantile), the lowest hard outlier of either sector,
@@ -209,6 +234,9 @@ def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True) -> ReplicaSpectrum
     if not (uniform(setup.a) and uniform(setup.b)):
         raise UnsupportedError("the m -> inf Hessian (sectors of exchangeable neurons) needs the same a and b for "
                                "every neuron; per-neuron values are covered at finite m (the m x m engine)")
+    if tail_n is not None:
+        raise UnsupportedError("the m -> inf Hessian runs on a finite-d law, whose left tail is that of its own "
+                               "samples: a cut at n samples (eq. (5)) applies to the DMFT law")
     law = PopulationLaw.from_samples(act, setup.a, setup.b, U, y, g, w)
     res = sectors(law, delta)
     floor = _clip_lower(law.pooled.G, law.pooled.w, CLIP_QUANTILE).min()
@@ -288,34 +316,50 @@ def hard_dimension(link, m: int = 1) -> int:
     return r_h
 
 
-def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outliers: str = "final") -> dict:
+def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outliers: str = "final",
+                    edge_d: int = 0) -> dict:
     """Hessian spectra at every DMFT checkpoint (``thresholds.dmft.checkpoints``): step -> HessianSpectrum.
     The outliers themselves (a grid search in alpha, the costly part) are located at the
     ``"final"`` step only, at ``"all"`` steps or at ``"none"``; edges and the negative-outlier
-    indicator are computed at every step."""
+    indicator are computed at every step.  ``edge_d`` > 0: the plain law's tail cut at the extreme of
+    n = delta edge_d samples (eq. (5))."""
     check_supported(setup)
     res = solve_dmft(setup, cache=cache, progress=progress)
-    return spectra_of_law(setup, dmft_law(res), outliers=outliers)
+    return spectra_of_law(setup, dmft_law(res), outliers=outliers, edge_d=edge_d)
 
 
 def spectra_of_law(setup: DMFTSetup, law: FirstPhaseLaw, *, outliers: str = "final",
-                   mean_field: bool = False) -> dict:
+                   mean_field: bool = False, edge_d: int = 0) -> dict:
     """step -> HessianSpectrum from a first-phase law (thresholds.laws: the DMFT paths, a finite-d
     sample, ...) with the replicas of every step; ``outliers`` as in :func:`hessian_spectra`;
-    ``mean_field``: the m -> inf sector equations on a law of width m >= 2 (``_one_law_mf``)."""
+    ``mean_field``: the m -> inf sector equations on a law of width m >= 2 (``_one_law_mf``);
+    ``edge_d`` > 0: the plain law of G cut at the extreme of n = delta edge_d samples (eq. (5))."""
     act = check_supported(setup)
     note = law.note
     if note is not None and mean_field:
         note += f"; m -> inf Hessian on the law of width {setup.m}"
+    tail_n = setup.delta * edge_d if edge_d else None
     out = {}
     for step in sorted(law.steps):
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
         one = ENGINES[engine_name(setup, mean_field)]
-        per = [one(act, setup, setup.delta, r.u, r.y, r.g, r.w, want) for r in law.steps[step]]
+        per = [one(act, setup, setup.delta, r.u, r.y, r.g, r.w, want, tail_n=tail_n) for r in law.steps[step]]
         out[step] = _aggregate(setup, per, step)
         if note:
             out[step].notes[0] = note + f", after {step} steps"
+        if tail_n is not None:
+            out[step].notes.append(_tail_note(tail_n, edge_d, min(np.shape(r.y)[0] for r in law.steps[step])))
     return out
+
+
+def _tail_note(n: float, edge_d: int, paths: int) -> str:
+    """What eq. (5) did at one step, and whether the paths resolve it."""
+    note = (f"left tail of G cut at the median minimum of n = {n:.0f} samples (a data set at d = {edge_d}, "
+            f"eq. (5) of thresholds.hessian)")
+    if paths * sample_quantile(n) < 3:
+        note += (f"; {paths} paths per replica put fewer than 3 below that quantile, so the cut is poorly "
+                 "resolved (use more paths)")
+    return note
 
 
 def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:

@@ -22,7 +22,10 @@ Unbounded G.  The law of G is the empirical law of the paths (or samples).  When
 plays the part of the most negative sample-localized mode of a finite data set.  The indicator is
 therefore computed twice: on the plain path law and on the law clipped from below at its 1e-3 quantile.
 Both crossings are reported (``delta_nn`` / ``delta_nn_clipped``); a difference beyond their intervals
-means the threshold is driven by the extreme tail and is flagged.
+means the threshold is driven by the extreme tail and is flagged.  On the DMFT law, ``edge_d`` > 0 cuts
+the plain law at the extreme of the n = delta edge_d samples of a data set at d = edge_d
+(thresholds.hessian eq. (5)), so that the plain crossing is that of a stated sample size rather than of
+the number of paths.
 
 Where the rest lives: the search (thresholds.search.delta_nn), one delta's indicators
 (thresholds.evaluation), crossing statistics (thresholds.crossing), escape and finite-d thresholds
@@ -57,6 +60,7 @@ class NNSetup(Problem):
     paths: int = 20_000
     replicas: int = 3
     source_tol: float = 0.0  # "dmft" law: thresholds.dmft eq. (6b) (0: every psi column opens a source)
+    edge_d: int = 0          # "dmft" law: G's tail cut at the extreme of n = delta edge_d samples (0: the paths')
     seed: int = 0
     search_min: float = 0.0
     search_max: float = 64.0
@@ -66,6 +70,7 @@ class NNSetup(Problem):
         state.setdefault("law_dtype", "float64")  # pickled before the field existed: float64 laws
         state.setdefault("mean_field", False)
         state.setdefault("source_tol", 0.0)
+        state.setdefault("edge_d", 0)
         self.__dict__.update(state)
 
     @property
@@ -99,6 +104,11 @@ class NNSetup(Problem):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
         if self.source_tol and self.law != "dmft":
             raise ThresholdsError("source_tol applies to the DMFT law (law = 'dmft')")
+        if self.edge_d and self.law != "dmft":
+            raise ThresholdsError("edge_d applies to the DMFT law (law = 'dmft'); the GD law's left tail is that "
+                                  "of its own n = delta law_d samples")
+        if self.edge_d < 0:
+            raise ThresholdsError(f"edge_d must be >= 0, got {self.edge_d}")
         if self.law_dtype not in ("float32", "float64"):
             raise ThresholdsError(f"law_dtype must be 'float32' or 'float64', got {self.law_dtype!r}")
         if self.law == "gd" and self.law_d < 50:

@@ -33,8 +33,8 @@ RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
 
 def setup_fields(setup: NNSetup) -> dict:
     """The setup as a cache key: every field, except ``law_dtype`` when it is float64 (results computed
-    before the field existed were float64 and keep their keys), and ``mean_field`` and ``source_tol`` at
-    their defaults (likewise)."""
+    before the field existed were float64 and keep their keys), and ``mean_field``, ``source_tol`` and
+    ``edge_d`` at their defaults (likewise)."""
     out = asdict(setup)
     if out["law_dtype"] == "float64":
         del out["law_dtype"]
@@ -42,6 +42,8 @@ def setup_fields(setup: NNSetup) -> dict:
         del out["mean_field"]
     if not out.get("source_tol"):
         del out["source_tol"]
+    if not out.get("edge_d"):
+        del out["edge_d"]
     return out
 
 

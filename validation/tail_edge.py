@@ -1,0 +1,122 @@
+"""The lower tail of the Hessian weight G in the d = inf (DMFT) law, and the left edge of a data set of
+n samples drawn from it (thresholds.hessian eq. (5)).
+
+Two records, one JSON line each in ``validation/reports/tail_edge/<case>.jsonl`` (runs already in the
+file are skipped, so an interrupted job resumes):
+
+* ``tail``: one DMFT replica of N paths (``--tail-paths``): the lowest values of G and its 1e-4 / 1e-3
+  quantiles at T/4, T/2 and T.  A bounded law shows a minimum that stops moving with N; an exponential
+  tail one that moves by a constant per factor of N.
+* ``edge``: ``replicas`` x N paths (``--paths``): the hard-outlier indicator at T on the plain law, on
+  the law cut at the extreme of n = delta d samples for each d in ``--dims`` (eq. (5)), and with the
+  1e-3 clip.  ``--summary`` sets them beside finite-d GD's plain indicator at the same d (the seeds of
+  validation/reports/dmft_paths/<case>.jsonl, whose tail is that of their own n = delta d samples).
+
+Run:  python -m validation.tail_edge --case quad16 [--tail-paths 20000,80000,320000,1280000]
+                                      [--paths 80000] [--dims 250,1000,2000,4000,16000]
+      python -m validation.tail_edge --case quad16 --summary
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from thresholds.dmft import solve_dmft
+from thresholds.hessian import hessian_weight, spectra_of_law
+from thresholds.laws import FirstPhaseLaw, dmft_law
+from thresholds.numbers import mean_se
+from validation.dmft_paths import CASES, _read, _setup
+
+OUT = Path(__file__).parent / "reports" / "tail_edge"
+SOURCE_TOL = 1e-3  # the unbiased DMFT law (thresholds.dmft eq. (6b), validation/reports/dmft_paths)
+
+
+def tail_line(case: str, n: int, seed: int = 1) -> dict:
+    """One replica of ``n`` paths: the lowest G and two lower quantiles at T/4, T/2, T."""
+    setup = _setup(case, paths=n, replicas=1, seed=seed, source_tol=SOURCE_TOL)
+    start = time.time()
+    law = dmft_law(solve_dmft(setup, cache=False))
+    line = {"kind": "tail", "n": n, "seed": seed, "seconds": time.time() - start, "steps": {}}
+    for step in (setup.steps // 4, setup.steps // 2, setup.steps):
+        r = law.steps[step][0]
+        G = np.sort(hessian_weight(setup.activation, setup.a, setup.b, np.ravel(r.u), r.y))
+        line["steps"][str(step)] = {"lowest": G[:8].tolist(), "q1e-4": float(G[int(1e-4 * n)]),
+                                    "q1e-3": float(G[int(1e-3 * n)]), "mean": float(G.mean())}
+    return line
+
+
+def edge_line(case: str, n: int, replicas: int, dims: list) -> dict:
+    """``replicas`` x ``n`` paths: the indicator at T, plain, cut at n = delta d for each d, clipped."""
+    setup = _setup(case, paths=n * replicas, replicas=replicas, seed=0, source_tol=SOURCE_TOL)
+    start = time.time()
+    law = dmft_law(solve_dmft(setup, cache=True))
+    final = FirstPhaseLaw({setup.steps: law.steps[setup.steps]})
+    line = {"kind": "edge", "n": n, "replicas": replicas, "seconds": 0.0, "cut": {}}
+    plain = spectra_of_law(setup, final, outliers="none")[setup.steps]
+    line["plain"] = [plain.negative_indicator, plain.negative_indicator_err]
+    line["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
+    for d in dims:
+        sp = spectra_of_law(setup, final, outliers="none", edge_d=d)[setup.steps]
+        line["cut"][str(d)] = [sp.negative_indicator, sp.negative_indicator_err, sp.notes[-1]]
+    line["seconds"] = time.time() - start
+    return line
+
+
+def summary(case: str) -> str:
+    rows = _read(OUT / f"{case}.jsonl")
+    c = CASES[case]
+    out = [f"case {case}: {c}; DMFT law with source_tol {SOURCE_TOL:g}"]
+    for r in sorted((r for r in rows if r["kind"] == "tail"), key=lambda r: r["n"]):
+        out.append(f"tail N = {r['n']:>8d}: " + "  ".join(
+            f"step {s}: min {v['lowest'][0]:.2f}, 8th {v['lowest'][7]:.2f}, q1e-4 {v['q1e-4']:.2f}"
+            for s, v in r["steps"].items()))
+    gd = {}
+    for g in _read(OUT.parent / "dmft_paths" / f"{case}.jsonl"):
+        if g.get("kind") == "gd":
+            gd.setdefault(g["d"], []).append(g["final"]["indicator"])
+    for r in sorted((r for r in rows if r["kind"] == "edge"), key=lambda r: r["n"]):
+        out.append(f"edge, {r['replicas']} x {r['n']} paths: plain {r['plain'][0]:.3f} +- {r['plain'][1]:.3f}, "
+                   f"1e-3 clip {r['clipped'][0]:.3f} +- {r['clipped'][1]:.3f}")
+        for d, (v, e, note) in sorted(r["cut"].items(), key=lambda kv: int(kv[0])):
+            text = f"   d = {int(d):>6d} (n = {c['delta'] * int(d):.0f}): DMFT cut {v:.3f} +- {e:.3f}"
+            if int(d) in gd:
+                m, se = mean_se(gd[int(d)])
+                text += f"   GD plain {m:.3f} +- {se:.3f} ({len(gd[int(d)])} seeds), z = {(v - m) / math.hypot(e, se):+.1f}"
+            if "poorly" in note:
+                text += "   (cut poorly resolved)"
+            out.append(text)
+    return "\n".join(out)
+
+
+@click.command()
+@click.option("--case", type=click.Choice(sorted(CASES)), default="quad16", show_default=True)
+@click.option("--tail-paths", default="", help="Comma-separated path counts of the tail scan (one replica each).")
+@click.option("--paths", default="", help="Comma-separated paths per replica of the edge record.")
+@click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 64))
+@click.option("--dims", default="250,1000,2000,4000,16000", show_default=True)
+@click.option("--summary", "only_summary", is_flag=True, help="Print the table of the records and exit.")
+def main(case, tail_paths, paths, replicas, dims, only_summary):
+    path = OUT / f"{case}.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not only_summary:
+        done = {(r["kind"], r["n"]) for r in _read(path)}
+        dims = [int(d) for d in dims.split(",") if d]
+        jobs = [("tail", int(n)) for n in tail_paths.split(",") if n] + [("edge", int(n)) for n in paths.split(",") if n]
+        for kind, n in jobs:
+            if (kind, n) in done:
+                continue
+            line = tail_line(case, n) if kind == "tail" else edge_line(case, n, replicas, dims)
+            with path.open("a") as f:
+                f.write(json.dumps(line) + "\n")
+            click.echo(f"{kind} {n}: {line['seconds']:.0f} s")
+    click.echo(summary(case))
+
+
+if __name__ == "__main__":
+    main()
