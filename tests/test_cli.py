@@ -250,6 +250,7 @@ def test_error_messages_are_plain_short_text():
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "/dev/full"), "cannot write", 2),
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "{tmp}/no/such/folder.png"), "cannot write", 2),
     (("table", "--activations", ""), "at least one name", 2),
+    (("nn", "-a", "quad", "--edge-d", "1000"), "edge_d applies to the DMFT law", 2),
 ])
 def test_bad_option_values_are_one_line_errors(args, fragment, code, tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
@@ -305,3 +306,21 @@ def test_tables_at_80_columns_split_instead_of_cutting_values(monkeypatch):
     assert all(len(line) <= 80 for line in text.splitlines())
     assert "…" not in text and all(v in text for v in values)  # every value whole, on one line
     assert text.count("400") >= 2  # the key column is repeated in every part
+
+
+def test_nn_edge_d_cuts_the_dmft_law_at_the_stated_sample_size(tmp_path, monkeypatch):
+    """`nn --law dmft --edge-d D`: the setup records D, the notes say where G was cut, and the plain
+    indicator differs from the run without the cut (the DMFT law is the same, cached once)."""
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    base = ["nn", "-a", "quad", "--eta", "0.05", "-T", "16", "--law", "dmft", "--paths", "8000", "--replicas", "2",
+            "--source-tol", "1e-3", "--search-max", "8", "--json"]
+    plain, cut = run(*base), run(*base, "--edge-d", "20")
+    assert plain.exit_code == 0 and cut.exit_code == 0, cut.output
+    p, c = json.loads(plain.stdout), json.loads(cut.stdout)
+    assert c["setup"]["edge_d"] == 20 and p["setup"]["edge_d"] == 0
+    ip = {e["delta"]: e["indicator"][-1] for e in p["evaluations"]}
+    both = [(ip[e["delta"]], e["indicator"][-1]) for e in c["evaluations"] if e["delta"] in ip]
+    assert both and all(abs(a - b) > 1e-9 for a, b in both)
+    assert not any("poorly resolved" in n for n in c["notes"])
+    far = run(*base, "--edge-d", "2000")  # n = delta * 2000 samples: beyond what 4000 paths per replica resolve
+    assert far.exit_code == 0 and any("poorly resolved" in n for n in json.loads(far.stdout)["notes"])

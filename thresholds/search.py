@@ -48,7 +48,7 @@ from .crossing import crossing
 from .dmft import checkpoints
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate
-from .hessian import CLIP_QUANTILE, hard_dimension
+from .hessian import CLIP_QUANTILE, hard_dimension, sample_quantile
 from .nn import NNResult, NNSetup
 from .store import result_key, store_delta_nn
 
@@ -219,6 +219,13 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
                      "has not settled (negative curvature in bulk directions too)")
     if main.found and clip.found and (clip.high < main.low or clip.low > main.high):
         notes.append(f"tail-driven: with G clipped at its {CLIP_QUANTILE:g} quantile delta_NN = {clip.value:.4g}")
+    if setup.edge_d:  # the cut of hessian eq. (5) needs a few paths below its quantile
+        n = ref.delta * setup.edge_d
+        per = setup.paths // setup.replicas
+        if per * sample_quantile(n) < 3:
+            notes.append(f"the left tail is cut at the extreme of n = {n:.0f} samples, but {per} paths per replica "
+                         f"put {per * sample_quantile(n):.1f} below it: the cut is poorly resolved (use at least "
+                         f"{math.ceil(3 / sample_quantile(n)) * setup.replicas} paths)")
     return notes
 
 
