@@ -15,6 +15,7 @@ file are skipped, so an interrupted job resumes):
 Run:  python -m validation.tail_edge --case quad16 [--tail-paths 20000,80000,320000,1280000]
                                       [--paths 80000] [--dims 250,1000,2000,4000,16000]
       python -m validation.tail_edge --case quad16 --summary
+      python -m validation.tail_edge --case quad16 --steps 1600 --tail-paths 20000,80000,320000
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -37,9 +39,12 @@ OUT = Path(__file__).parent / "reports" / "tail_edge"
 SOURCE_TOL = 1e-3  # the unbiased DMFT law (thresholds.dmft eq. (6b), validation/reports/dmft_paths)
 
 
-def tail_line(case: str, n: int, seed: int = 1) -> dict:
-    """One replica of ``n`` paths: the lowest G and two lower quantiles at T/4, T/2, T."""
+def tail_line(case: str, n: int, seed: int = 1, steps: int = 0) -> dict:
+    """One replica of ``n`` paths: the lowest G and two lower quantiles at T/4, T/2, T (``steps`` > 0:
+    that horizon instead of the case's)."""
     setup = _setup(case, paths=n, replicas=1, seed=seed, source_tol=SOURCE_TOL)
+    if steps:
+        setup = replace(setup, steps=steps)
     start = time.time()
     law = dmft_law(solve_dmft(setup, cache=False))
     line = {"kind": "tail", "n": n, "seed": seed, "seconds": time.time() - start, "steps": {}}
@@ -51,13 +56,13 @@ def tail_line(case: str, n: int, seed: int = 1) -> dict:
     return line
 
 
-def edge_line(case: str, n: int, replicas: int, dims: list) -> dict:
+def edge_line(case: str, n: int, replicas: int, dims: list, source_tol: float = SOURCE_TOL) -> dict:
     """``replicas`` x ``n`` paths: the indicator at T, plain, cut at n = delta d for each d, clipped."""
-    setup = _setup(case, paths=n * replicas, replicas=replicas, seed=0, source_tol=SOURCE_TOL)
+    setup = _setup(case, paths=n * replicas, replicas=replicas, seed=0, source_tol=source_tol)
     start = time.time()
     law = dmft_law(solve_dmft(setup, cache=True))
     final = FirstPhaseLaw({setup.steps: law.steps[setup.steps]})
-    line = {"kind": "edge", "n": n, "replicas": replicas, "seconds": 0.0, "cut": {}}
+    line = {"kind": "edge", "n": n, "replicas": replicas, "source_tol": source_tol, "seconds": 0.0, "cut": {}}
     plain = spectra_of_law(setup, final, outliers="none")[setup.steps]
     line["plain"] = [plain.negative_indicator, plain.negative_indicator_err]
     line["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
@@ -68,20 +73,28 @@ def edge_line(case: str, n: int, replicas: int, dims: list) -> dict:
     return line
 
 
-def summary(case: str) -> str:
-    rows = _read(OUT / f"{case}.jsonl")
-    c = CASES[case]
+def _path(case: str, steps: int) -> Path:
+    return OUT / (f"{case}_T{steps}.jsonl" if steps else f"{case}.jsonl")
+
+
+def summary(case: str, steps: int = 0) -> str:
+    rows = _read(_path(case, steps))
+    c = dict(CASES[case], **({"steps": steps} if steps else {}))
     out = [f"case {case}: {c}; DMFT law with source_tol {SOURCE_TOL:g}"]
     for r in sorted((r for r in rows if r["kind"] == "tail"), key=lambda r: r["n"]):
         out.append(f"tail N = {r['n']:>8d}: " + "  ".join(
             f"step {s}: min {v['lowest'][0]:.2f}, 8th {v['lowest'][7]:.2f}, q1e-4 {v['q1e-4']:.2f}"
             for s, v in r["steps"].items()))
-    gd = {}
+    gd, gd_clip = {}, {}
     for g in _read(OUT.parent / "dmft_paths" / f"{case}.jsonl"):
         if g.get("kind") == "gd":
             gd.setdefault(g["d"], []).append(g["final"]["indicator"])
-    for r in sorted((r for r in rows if r["kind"] == "edge"), key=lambda r: r["n"]):
-        out.append(f"edge, {r['replicas']} x {r['n']} paths: plain {r['plain'][0]:.3f} +- {r['plain'][1]:.3f}, "
+            gd_clip.setdefault(g["d"], []).append(g["final"]["indicator_clipped"])
+    if gd_clip:
+        out.append("GD, 1e-3 clip: " + "  ".join(f"d = {d}: {mean_se(v)[0]:.3f} +- {mean_se(v)[1]:.3f}"
+                                               for d, v in sorted(gd_clip.items())))
+    for r in sorted((r for r in rows if r["kind"] == "edge"), key=lambda r: (-r.get("source_tol", SOURCE_TOL), r["n"])):
+        out.append(f"edge, {r['replicas']} x {r['n']} paths, source_tol {r.get('source_tol', SOURCE_TOL):g}: plain {r['plain'][0]:.3f} +- {r['plain'][1]:.3f}, "
                    f"1e-3 clip {r['clipped'][0]:.3f} +- {r['clipped'][1]:.3f}")
         for d, (v, e, note) in sorted(r["cut"].items(), key=lambda kv: int(kv[0])):
             text = f"   d = {int(d):>6d} (n = {c['delta'] * int(d):.0f}): DMFT cut {v:.3f} +- {e:.3f}"
@@ -100,22 +113,30 @@ def summary(case: str) -> str:
 @click.option("--paths", default="", help="Comma-separated paths per replica of the edge record.")
 @click.option("--replicas", default=4, show_default=True, type=click.IntRange(2, 64))
 @click.option("--dims", default="250,1000,2000,4000,16000", show_default=True)
+@click.option("--source-tol", default=SOURCE_TOL, show_default=True, type=click.FloatRange(0, 1, max_open=True),
+              help="DMFT eq. (6b) tolerance of the edge record (the truncation check).")
+@click.option("--steps", default=0, show_default=True, type=click.IntRange(0, 100_000),
+              help="Tail scan at this horizon instead of the case's (records in <case>_T<steps>.jsonl).")
 @click.option("--summary", "only_summary", is_flag=True, help="Print the table of the records and exit.")
-def main(case, tail_paths, paths, replicas, dims, only_summary):
-    path = OUT / f"{case}.jsonl"
+def main(case, tail_paths, paths, replicas, dims, source_tol, steps, only_summary):
+    if steps and paths:
+        raise click.UsageError("--steps applies to the tail scan (the GD seeds of the edge record are at the case's horizon)")
+    path = _path(case, steps)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not only_summary:
-        done = {(r["kind"], r["n"]) for r in _read(path)}
+        done = {(r["kind"], r["n"], r.get("source_tol", SOURCE_TOL) if r["kind"] == "edge" else SOURCE_TOL)
+                for r in _read(path)}
         dims = [int(d) for d in dims.split(",") if d]
-        jobs = [("tail", int(n)) for n in tail_paths.split(",") if n] + [("edge", int(n)) for n in paths.split(",") if n]
-        for kind, n in jobs:
-            if (kind, n) in done:
+        jobs = ([("tail", int(n), SOURCE_TOL) for n in tail_paths.split(",") if n]
+                + [("edge", int(n), source_tol) for n in paths.split(",") if n])
+        for kind, n, tol in jobs:
+            if (kind, n, tol) in done:
                 continue
-            line = tail_line(case, n) if kind == "tail" else edge_line(case, n, replicas, dims)
+            line = tail_line(case, n, steps=steps) if kind == "tail" else edge_line(case, n, replicas, dims, tol)
             with path.open("a") as f:
                 f.write(json.dumps(line) + "\n")
             click.echo(f"{kind} {n}: {line['seconds']:.0f} s")
-    click.echo(summary(case))
+    click.echo(summary(case, steps))
 
 
 if __name__ == "__main__":
