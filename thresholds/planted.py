@@ -305,13 +305,13 @@ class FiniteDPrediction:
                 "horizon_steps": self.problem.steps, "paths": self.paths, "spread_paths": self.spread_paths,
                 "tstar": self.tstar, "scope": self.scope, "seconds": self.seconds, "source_tol": self.source_tol,
                 "crossings": [c.to_json() for c in self.crossings],
-                "points": [_point_json(p) for p in self.points]}
+                "points": [point_json(p) for p in self.points]}
 
 
-def _point_json(p) -> dict:
+def point_json(p) -> dict:
     """A DeltaPoint, or a point with one DeltaPoint per angle (thresholds.modes), for JSON."""
     if hasattr(p, "angles"):   # thresholds.modes: one DeltaPoint per angle phi of its eq. (6)
-        return {"delta": p.delta, "m": p.m, "angles": {f"{phi:.6f}": _point_json(q) for phi, q in p.angles.items()}}
+        return {"delta": p.delta, "m": p.m, "angles": {f"{phi:.6f}": point_json(q) for phi, q in p.angles.items()}}
     return {"delta": p.delta, "q_c_low": p.q_low, "q_c_high": _number(p.q_high), "planted_q0_low": p.q0_low,
             "planted_q0_high": _number(p.q0_high), "s": p.s, "s_err": p.s_err, "dof": p.dof,
             "runs": [list(r) for r in p.runs]}

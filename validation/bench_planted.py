@@ -15,7 +15,7 @@ import pytest
 
 from thresholds import cache
 from thresholds.modes import prediction
-from thresholds.planted import _point_json
+from thresholds.planted import point_json
 from thresholds.problem import Problem
 
 
@@ -41,5 +41,5 @@ def test_finite_d_prediction_cold_then_more_d(benchmark, m, start):
     print(f"\nempty cache, d = 400: {cold:.0f} s ({len(one.points)} deltas), {fmt(one.crossings[0])}")
     print(f"then d = 200, 400, 800: {more:.0f} s more ({len(three.points)} deltas): "
           + "; ".join(fmt(c) for c in three.crossings))
-    print("deltas: " + "; ".join(str(_point_json(p)) for p in three.points))
+    print("deltas: " + "; ".join(str(point_json(p)) for p in three.points))
     assert one.crossings[0].found

@@ -52,7 +52,7 @@ def run_points(args):
     import time
 
     from thresholds import modes
-    from thresholds.planted import _point_json
+    from thresholds.planted import point_json
     from thresholds.problem import Problem
     problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
     args.points.mkdir(parents=True, exist_ok=True)
@@ -61,7 +61,7 @@ def run_points(args):
         p = modes.width_point(problem, delta, log=lambda s: print(time.strftime("%H:%M:%S"), s, flush=True),
                               angles=tuple(reversed(modes.ANGLES)) if args.reverse else None, paths=args.paths,
                               source_tol=args.source_tol)
-        row = dict(_point_json(p), seconds=time.time() - t0, activation=args.activation, link=args.link,
+        row = dict(point_json(p), seconds=time.time() - t0, activation=args.activation, link=args.link,
                    eta=args.eta, steps=args.steps, paths=args.paths, source_tol=args.source_tol)
         (args.points / f"delta_{delta:g}.json").write_text(json.dumps(row, indent=1) + "\n")
 
