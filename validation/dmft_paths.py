@@ -27,11 +27,10 @@ from pathlib import Path
 import click
 import numpy as np
 
-from thresholds.alg import latent_split
-from thresholds.catalog import get_link
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.hessian import spectra_of_law
-from thresholds.laws import FirstPhaseLaw, ReplicaLaw, dmft_law
+from thresholds.laws import FirstPhaseLaw, dmft_law
+from validation.gd_law import run_law
 from validation.simulate import GDSetup, run_gd
 
 OUT = Path(__file__).parent / "reports" / "dmft_paths"
@@ -72,12 +71,7 @@ def gd_line(case: str, d: int, seed: int) -> dict:
     start = time.time()
     run = run_gd(GDSetup.from_problem(setup.problem, setup.delta, d, complement=True, seed=seed,
                                       n_test=200, test_loss=False), snapshots=[half, T])
-    link = get_link(setup.link)
-    X, y = run.data
-    g = X[:, : link.k].astype(float) @ latent_split(link).hard.T
-    w = np.full(y.size, 1.0 / y.size)
-    law = FirstPhaseLaw({s: [ReplicaLaw(run.snapshots[s].astype(float)[:, 0], y.astype(float), g[:, 0], w)]
-                         for s in (half, T)})
+    law = FirstPhaseLaw({s: [one] for s, one in run_law(run, setup, (half, T)).items()})
     spectra = spectra_of_law(setup, law, outliers="none")
     line = {"kind": "gd", "d": d, "seed": seed, "steps": [half, T], "seconds": time.time() - start}
     for name, s in (("half", half), ("final", T)):

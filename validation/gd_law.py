@@ -30,8 +30,6 @@ def first_phase_law(setup: DMFTSetup, d: int, steps, *, dtype: str = "float64", 
     storage of the simulator's data and weights (its sums are float64 either way);
     ``progress(done, total)`` is called after every GD step."""
     check_supported(setup)
-    link = get_link(setup.link)
-    hard = latent_split(link).hard  # rows; the latent coordinates are the first k axes of the simulator
     laws = {s: [] for s in steps}
     total = setup.replicas * (setup.steps + 1)
     for r in range(setup.replicas):
@@ -43,16 +41,25 @@ def first_phase_law(setup: DMFTSetup, d: int, steps, *, dtype: str = "float64", 
         except FloatingPointError as exc:
             raise DivergenceError(f"finite-d GD diverged ({exc}) at delta = {setup.delta:g}, eta = {setup.eta:g}") \
                 from None
-        X, y = run.data
-        y = y.astype(float)
-        g = X[:, : link.k].astype(float) @ hard.T
-        g = g[:, 0] if g.shape[1] == 1 else g
-        w = np.full(y.size, 1.0 / y.size)
-        for s in steps:
-            u = run.snapshots[s].astype(float)
-            laws[s].append(ReplicaLaw(u[:, 0] if setup.m == 1 else u, y, g, w))
+        for s, law in run_law(run, setup, steps).items():
+            laws[s].append(law)
     return FirstPhaseLaw(laws, f"law: empirical law of finite-d GD restricted to the complement, d = {d}, "
                          f"{setup.replicas} seeds, {dtype} data (mean +- s.e.)")
+
+
+def run_law(run, setup: DMFTSetup, steps) -> dict:
+    """Eq. (1) of one GD run (``run_gd`` with snapshots at ``steps``): step -> ReplicaLaw."""
+    link = get_link(setup.link)
+    X, y = run.data
+    y = y.astype(float)
+    g = X[:, : link.k].astype(float) @ latent_split(link).hard.T  # latent coordinates: the first k axes
+    g = g[:, 0] if g.shape[1] == 1 else g
+    w = np.full(y.size, 1.0 / y.size)
+    out = {}
+    for s in steps:
+        u = run.snapshots[s].astype(float)
+        out[s] = ReplicaLaw(u[:, 0] if setup.m == 1 else u, y, g, w)
+    return out
 
 
 def hessian_spectra_gd(setup: DMFTSetup, d: int, *, outliers: str = "final", progress=None,
