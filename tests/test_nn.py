@@ -274,3 +274,28 @@ def test_run_stopped_at_the_transient_step_reproduces_the_full_run_there(tmp_pat
     assert short.steps == [step]
     assert short.indicator[0] == pytest.approx(full.indicator[full.at(step)], rel=1e-12, abs=1e-14)
     assert short.left_edge[0] == pytest.approx(full.left_edge[full.at(step)], rel=1e-12, abs=1e-14)
+
+
+@pytest.mark.parametrize("source_tol, edge_d, fragment", [
+    (0.0, 0, "use --source-tol 1e-3"),
+    (1e-3, 0, "--edge-d D puts the edge"),
+    (1e-3, 1000, "extreme values of G"),
+])
+def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, source_tol, edge_d, fragment):
+    """The DMFT law's path check: an indicator that moves by more than 2 s.e. at half the paths gets a
+    note that names the remedy of the scheme in use; one that does not move gets none."""
+    from thresholds import search
+    setup = NNSetup("quad", law="dmft", paths=4000, replicas=2, source_tol=source_tol, edge_d=edge_d)
+
+    def ev(shift):
+        return Evaluation(6.0, [1, 2], [0.1 + shift, 0.2 + shift], [0.01, 0.01], [], [], [], [], [], [], [])
+
+    ref = ev(0.0)
+    f = search._Indicators(setup, False, None, None, None)
+    for shift, flagged in ((0.5, True), (0.001, False)):
+        monkeypatch.setattr(search, "evaluate", lambda s, d, shift=shift, **kw: ev(shift))
+        notes = []
+        check = search._path_check(f, ref, notes)
+        assert check["half_paths"] == 2000 and bool(notes) == flagged
+        if flagged:
+            assert fragment in notes[0] and (edge_d == 0 or "--edge-d D" not in notes[0])

@@ -246,7 +246,9 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
                         "--source-tol 1e-3 (dmft eq. (6b)), more paths or the finite-d GD law" if not setup.source_tol
                         else "with the truncated source basis this is mostly the extreme values of G (its left "
                         "edge is the minimum over the paths; the clipped indicator does not move in "
-                        "validation/reports/dmft_paths); more paths or a smaller --source-tol check the rest"))
+                        "validation/reports/dmft_paths)" + ("" if setup.edge_d else
+                        ": --edge-d D puts the edge of a data set at d = D instead (hessian eq. (5))")
+                        + "; more paths or a smaller --source-tol check the rest"))
     return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
             "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
