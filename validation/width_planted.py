@@ -205,7 +205,8 @@ def main(argv=None):
         print("\n".join(summary(pred, args.gd)))
         if args.plot:
             from thresholds.plots import widths_figure
-            series = [(f"m = {pred.get('m', '?')}", pred, args.gd)]
+            tol = pred.get("source_tol")
+            series = [(f"m = {pred.get('m', '?')}" + (f", source_tol {tol:g}" if tol else ""), pred, args.gd)]
             for item in args.also:
                 label, rest = item.rsplit("=", 1)
                 p, reports = rest.split(":", 1)
