@@ -86,7 +86,8 @@ from .problem import Problem, uniform
 GROWTH_Q = 0.01   # the planted amplitude of the antithetic pair of eq. (3)
 PATHS = 20_000    # paths per planted run of r_c (width_point, predict)
 SCOPE = ("Checked against GD at a fixed horizon of 600 steps, quad, eta 0.05, phase retrieval: m = 2, d = 200-800 within "
-         "1.2 combined s.e., d = 1600 2.2 s.e. too high; m = 4 (10k paths) with every source 0.5 too high at d = 200 and "
+         "1.2 combined s.e., d = 1600 2.2 s.e. too high with every source, d = 200-1600 within 1.0 s.e. with source_tol "
+         "1e-3; m = 4 (10k paths) with every source 0.5 too high at d = 200 and "
          "unresolved (r_c moves with the path count), with source_tol 1e-3 +1.5 / +2.0 / +2.5 s.e. at d = 200 / 400 / "
          "800; other setups unchecked (validation/reports/planted/width).")
 
