@@ -279,7 +279,7 @@ def test_run_stopped_at_the_transient_step_reproduces_the_full_run_there(tmp_pat
 @pytest.mark.parametrize("source_tol, edge_d, fragment", [
     (0.0, 0, "use --source-tol 1e-3"),
     (1e-3, 0, "--edge-d D puts the edge"),
-    (1e-3, 1000, "extreme values of G"),
+    (1e-3, 1000, "the cut at n = 6000 samples, hessian eq. (5), has 0.1 paths per replica below it"),
 ])
 def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, source_tol, edge_d, fragment):
     """The DMFT law's path check: an indicator that moves by more than 2 s.e. at half the paths gets a

@@ -244,10 +244,13 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
                      f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
                      + ("the plain sources back-end carries a self-interaction that grows with t: use "
                         "--source-tol 1e-3 (dmft eq. (6b)), more paths or the finite-d GD law" if not setup.source_tol
-                        else "with the truncated source basis this is mostly the extreme values of G (its left "
-                        "edge is the minimum over the paths; the clipped indicator does not move in "
-                        "validation/reports/dmft_paths)" + ("" if setup.edge_d else
-                        ": --edge-d D puts the edge of a data set at d = D instead (hessian eq. (5))")
+                        else "with the truncated source basis this is mostly the extreme values of G "
+                        + (f"(the cut at n = {ref.delta * setup.edge_d:.0f} samples, hessian eq. (5), has "
+                           f"{half_setup.paths // setup.replicas * sample_quantile(ref.delta * setup.edge_d):.1f} "
+                           "paths per replica below it at half the paths)" if setup.edge_d else
+                           "(its left edge is the minimum over the paths; the clipped indicator does not move in "
+                           "validation/reports/dmft_paths): --edge-d D puts the edge of a data set at d = D "
+                           "instead (hessian eq. (5))")
                         + "; more paths or a smaller --source-tol check the rest"))
     return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
