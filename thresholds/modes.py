@@ -89,7 +89,7 @@ SCOPE = ("Checked against GD at a fixed horizon of 600 steps, quad, eta 0.05, ph
          "1.2 combined s.e., d = 1600 2.2 s.e. too high with every source, d = 200-1600 within 1.0 s.e. with source_tol "
          "1e-3; m = 4 (10k paths) with every source 0.5 too high at d = 200 and "
          "unresolved (r_c moves with the path count), with source_tol 1e-3 +1.5 / +2.0 / +2.5 s.e. at d = 200 / 400 / "
-         "800; other setups unchecked (validation/reports/planted/width).")
+         "800 (10k paths) and +1.2 / +1.0 / +1.4 (20k paths); other setups unchecked (validation/reports/planted/width).")
 
 
 def directions(m: int) -> dict:

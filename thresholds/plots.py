@@ -174,7 +174,7 @@ def widths_figure(path, series, *, title=""):
     simulated)] with ``predicted`` = [(d, value, low, high)] (line and band) and ``simulated`` = [(d, value,
     s.e.)] (error bars), one colour per series."""
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig, ax = plt.subplots(figsize=(9.5, 4.5))
     for k, (label, predicted, simulated) in enumerate(series):
         color = f"C{k}"
         if predicted:
@@ -188,4 +188,5 @@ def widths_figure(path, series, *, title=""):
     ax.set_xlabel("d")
     ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
     ax.set_title(title, fontsize=9)
-    _legend_and_save(plt, fig, ax, path)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: many series
+    save_figure(plt, fig, path)
