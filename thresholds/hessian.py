@@ -133,6 +133,14 @@ def sample_quantile(n: float) -> float:
     return -math.expm1(-math.log(2.0) / n)
 
 
+CUT_RESOLVED = 3  # eq. (5) is resolved when at least this many paths per replica lie below its quantile
+
+
+def paths_below_cut(paths: int, n: float) -> float:
+    """Expected number of a replica's ``paths`` below the eq. (5) cut at n samples."""
+    return paths * sample_quantile(n)
+
+
 def _clip_lower(G, w, q):
     """G clipped from below at its weighted q-quantile."""
     order = np.argsort(G)
@@ -356,9 +364,9 @@ def _tail_note(n: float, edge_d: int, paths: int) -> str:
     """What eq. (5) did at one step, and whether the paths resolve it."""
     note = (f"left tail of G cut at the median minimum of n = {n:.0f} samples (a data set at d = {edge_d}, "
             f"eq. (5) of thresholds.hessian)")
-    if paths * sample_quantile(n) < 3:
-        note += (f"; {paths} paths per replica put fewer than 3 below that quantile, so the cut is poorly "
-                 "resolved (use more paths)")
+    if paths_below_cut(paths, n) < CUT_RESOLVED:
+        note += (f"; {paths} paths per replica put fewer than {CUT_RESOLVED} below that quantile, so the cut is "
+                 "poorly resolved (use more paths)")
     return note
 
 

@@ -48,7 +48,7 @@ from .crossing import crossing
 from .dmft import checkpoints
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate
-from .hessian import CLIP_QUANTILE, hard_dimension, sample_quantile
+from .hessian import CLIP_QUANTILE, CUT_RESOLVED, hard_dimension, paths_below_cut, sample_quantile
 from .nn import NNResult, NNSetup
 from .store import result_key, store_delta_nn
 
@@ -222,10 +222,10 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
     if setup.edge_d:  # the cut of hessian eq. (5) needs a few paths below its quantile
         n = ref.delta * setup.edge_d
         per = setup.paths // setup.replicas
-        if per * sample_quantile(n) < 3:
+        if paths_below_cut(per, n) < CUT_RESOLVED:
             notes.append(f"the left tail is cut at the extreme of n = {n:.0f} samples, but {per} paths per replica "
-                         f"put {per * sample_quantile(n):.1f} below it: the cut is poorly resolved (use at least "
-                         f"{math.ceil(3 / sample_quantile(n)) * setup.replicas} paths)")
+                         f"put {paths_below_cut(per, n):.1f} below it: the cut is poorly resolved (use at least "
+                         f"{math.ceil(CUT_RESOLVED / sample_quantile(n)) * setup.replicas} paths)")
     return notes
 
 
@@ -242,19 +242,27 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
         notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
                      f"by more than 2 s.e. between {half_setup.paths} and {setup.paths} paths from step "
                      f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
-                     + ("the plain sources back-end carries a self-interaction that grows with t: use "
-                        "--source-tol 1e-3 (dmft eq. (6b)), more paths or the finite-d GD law" if not setup.source_tol
-                        else "with the truncated source basis this is mostly the extreme values of G "
-                        + (f"(the cut at n = {ref.delta * setup.edge_d:.0f} samples, hessian eq. (5), has "
-                           f"{half_setup.paths // setup.replicas * sample_quantile(ref.delta * setup.edge_d):.1f} "
-                           "paths per replica below it at half the paths)" if setup.edge_d else
-                           "(its left edge is the minimum over the paths; the clipped indicator does not move in "
-                           "validation/reports/dmft_paths): --edge-d D puts the edge of a data set at d = D "
-                           "instead (hessian eq. (5))")
-                        + "; more paths or a smaller --source-tol check the rest"))
+                     + _path_remedy(setup, ref.delta, half_setup.paths // setup.replicas))
     return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
             "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
+
+
+def _path_remedy(setup: NNSetup, delta: float, half_per_replica: int) -> str:
+    """What a path-check failure most likely is, and what to do, for the DMFT scheme of ``setup``."""
+    if not setup.source_tol:
+        return ("the plain sources back-end carries a self-interaction that grows with t: use --source-tol 1e-3 "
+                "(dmft eq. (6b)), more paths or the finite-d GD law")
+    if setup.edge_d:
+        n = delta * setup.edge_d
+        cause = (f"(the cut at n = {n:.0f} samples, hessian eq. (5), has {paths_below_cut(half_per_replica, n):.1f} "
+                 "paths per replica below it at half the paths)")
+    else:
+        cause = ("(its left edge is the minimum over the paths; the clipped indicator does not move in "
+                 "validation/reports/dmft_paths): --edge-d D puts the edge of a data set at d = D instead "
+                 "(hessian eq. (5))")
+    return (f"with the truncated source basis this is mostly the extreme values of G {cause}; more paths or a "
+            "smaller --source-tol check the rest")
 
 
 def _closing_notes(setup, ref, lo, below, main) -> list:

@@ -39,14 +39,15 @@ CASES = {"quad16": dict(activation="quad", link="phase_retrieval", delta=16.0, e
 QUANTITIES = ("norm2", "train_loss", "indicator", "indicator_clipped")
 
 
-def _setup(case: str, **numerics) -> DMFTSetup:
+def case_setup(case: str, **numerics) -> DMFTSetup:
+    """The DMFT setup of a case of ``CASES`` with the given numerical settings."""
     return DMFTSetup(**CASES[case], **numerics)
 
 
 def dmft_line(case: str, n: int, replicas: int, response: str = "sources", source_tol: float = 0.0) -> dict:
     """One DMFT run with ``replicas`` x ``n`` paths (``source_tol``: thresholds.dmft eq. (6b)): the
     quantities at T/2 and T, per replica."""
-    setup = _setup(case, paths=n * replicas, replicas=replicas, seed=0, response=response, source_tol=source_tol)
+    setup = case_setup(case, paths=n * replicas, replicas=replicas, seed=0, response=response, source_tol=source_tol)
     start = time.time()
     res = solve_dmft(setup, cache=True)
     T = setup.steps
@@ -66,7 +67,7 @@ def dmft_line(case: str, n: int, replicas: int, response: str = "sources", sourc
 
 def gd_line(case: str, d: int, seed: int) -> dict:
     """One GD seed at dimension d restricted to the complement: the quantities at T/2 and T."""
-    setup = _setup(case)
+    setup = case_setup(case)
     T, half = setup.steps, setup.steps // 2
     start = time.time()
     run = run_gd(GDSetup.from_problem(setup.problem, setup.delta, d, complement=True, seed=seed,
@@ -81,7 +82,8 @@ def gd_line(case: str, d: int, seed: int) -> dict:
     return line
 
 
-def _read(path: Path) -> list:
+def read_lines(path: Path) -> list:
+    """The JSON lines of a record file (none when it does not exist)."""
     return [json.loads(s) for s in path.read_text().splitlines() if s.strip()] if path.exists() else []
 
 
@@ -109,7 +111,7 @@ def summary(case: str, fit_min: int = 10_000) -> str:
     1/N through the path counts >= ``fit_min`` (N -> inf intercept and slope), the largest pairwise
     |difference| / combined s.e. among those path counts, GD per d with its line in 1/d, and the DMFT
     at the largest N against that line (z)."""
-    lines = _read(OUT / f"{case}.jsonl")
+    lines = read_lines(OUT / f"{case}.jsonl")
     out = [f"case {case}: {CASES[case]}; 1/N lines and pairwise z over N >= {fit_min} paths per replica"]
     gd = [r for r in lines if r["kind"] == "gd"]
     for where in ("half", "final"):
@@ -161,7 +163,7 @@ def main(case, paths, replicas, response, source_tol, dims, seeds, only_summary)
     OUT.mkdir(parents=True, exist_ok=True)
     path = OUT / f"{case}.jsonl"
     if not only_summary:
-        done = _read(path)
+        done = read_lines(path)
         for n in [int(s) for s in paths.split(",") if s]:
             if any(r["kind"] == "dmft" and r["n"] == n and r["replicas"] == replicas and r["response"] == response
                    and r.get("source_tol", 0.0) == source_tol for r in done):

@@ -30,10 +30,10 @@ import click
 import numpy as np
 
 from thresholds.dmft import solve_dmft
-from thresholds.hessian import hessian_weight, spectra_of_law
+from thresholds.hessian import CUT_RESOLVED, hessian_weight, paths_below_cut, spectra_of_law
 from thresholds.laws import FirstPhaseLaw, dmft_law
 from thresholds.numbers import mean_se
-from validation.dmft_paths import CASES, _read, _setup
+from validation.dmft_paths import CASES, case_setup, read_lines
 
 OUT = Path(__file__).parent / "reports" / "tail_edge"
 SOURCE_TOL = 1e-3  # the unbiased DMFT law (thresholds.dmft eq. (6b), validation/reports/dmft_paths)
@@ -42,7 +42,7 @@ SOURCE_TOL = 1e-3  # the unbiased DMFT law (thresholds.dmft eq. (6b), validation
 def tail_line(case: str, n: int, seed: int = 1, steps: int = 0) -> dict:
     """One replica of ``n`` paths: the lowest G and two lower quantiles at T/4, T/2, T (``steps`` > 0:
     that horizon instead of the case's)."""
-    setup = _setup(case, paths=n, replicas=1, seed=seed, source_tol=SOURCE_TOL)
+    setup = case_setup(case, paths=n, replicas=1, seed=seed, source_tol=SOURCE_TOL)
     if steps:
         setup = replace(setup, steps=steps)
     start = time.time()
@@ -58,11 +58,11 @@ def tail_line(case: str, n: int, seed: int = 1, steps: int = 0) -> dict:
 
 def edge_line(case: str, n: int, replicas: int, dims: list, source_tol: float = SOURCE_TOL) -> dict:
     """``replicas`` x ``n`` paths: the indicator at T, plain, cut at n = delta d for each d, clipped."""
-    setup = _setup(case, paths=n * replicas, replicas=replicas, seed=0, source_tol=source_tol)
+    setup = case_setup(case, paths=n * replicas, replicas=replicas, seed=0, source_tol=source_tol)
     start = time.time()
     law = dmft_law(solve_dmft(setup, cache=True))
     final = FirstPhaseLaw({setup.steps: law.steps[setup.steps]})
-    line = {"kind": "edge", "n": n, "replicas": replicas, "source_tol": source_tol, "seconds": 0.0, "cut": {}}
+    line = {"kind": "edge", "n": n, "replicas": replicas, "source_tol": source_tol, "cut": {}}
     plain = spectra_of_law(setup, final, outliers="none")[setup.steps]
     line["plain"] = [plain.negative_indicator, plain.negative_indicator_err]
     line["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
@@ -78,7 +78,7 @@ def _path(case: str, steps: int) -> Path:
 
 
 def summary(case: str, steps: int = 0) -> str:
-    rows = _read(_path(case, steps))
+    rows = read_lines(_path(case, steps))
     c = dict(CASES[case], **({"steps": steps} if steps else {}))
     out = [f"case {case}: {c}; DMFT law with source_tol {SOURCE_TOL:g}"]
     for r in sorted((r for r in rows if r["kind"] == "tail"), key=lambda r: r["n"]):
@@ -86,22 +86,25 @@ def summary(case: str, steps: int = 0) -> str:
             f"step {s}: min {v['lowest'][0]:.2f}, 8th {v['lowest'][7]:.2f}, q1e-4 {v['q1e-4']:.2f}"
             for s, v in r["steps"].items()))
     gd, gd_clip = {}, {}
-    for g in _read(OUT.parent / "dmft_paths" / f"{case}.jsonl"):
+    for g in read_lines(OUT.parent / "dmft_paths" / f"{case}.jsonl"):
         if g.get("kind") == "gd":
             gd.setdefault(g["d"], []).append(g["final"]["indicator"])
             gd_clip.setdefault(g["d"], []).append(g["final"]["indicator_clipped"])
     if gd_clip:
         out.append("GD, 1e-3 clip: " + "  ".join(f"d = {d}: {mean_se(v)[0]:.3f} +- {mean_se(v)[1]:.3f}"
                                                for d, v in sorted(gd_clip.items())))
-    for r in sorted((r for r in rows if r["kind"] == "edge"), key=lambda r: (-r.get("source_tol", SOURCE_TOL), r["n"])):
-        out.append(f"edge, {r['replicas']} x {r['n']} paths, source_tol {r.get('source_tol', SOURCE_TOL):g}: plain {r['plain'][0]:.3f} +- {r['plain'][1]:.3f}, "
+    edges = sorted((r for r in rows if r["kind"] == "edge"), key=lambda r: (-r.get("source_tol", SOURCE_TOL), r["n"]))
+    for r in edges:
+        out.append(f"edge, {r['replicas']} x {r['n']} paths, source_tol {r.get('source_tol', SOURCE_TOL):g}: "
+                   f"plain {r['plain'][0]:.3f} +- {r['plain'][1]:.3f}, "
                    f"1e-3 clip {r['clipped'][0]:.3f} +- {r['clipped'][1]:.3f}")
-        for d, (v, e, note) in sorted(r["cut"].items(), key=lambda kv: int(kv[0])):
+        for d, (v, e, _note) in sorted(r["cut"].items(), key=lambda kv: int(kv[0])):
             text = f"   d = {int(d):>6d} (n = {c['delta'] * int(d):.0f}): DMFT cut {v:.3f} +- {e:.3f}"
             if int(d) in gd:
                 m, se = mean_se(gd[int(d)])
-                text += f"   GD plain {m:.3f} +- {se:.3f} ({len(gd[int(d)])} seeds), z = {(v - m) / math.hypot(e, se):+.1f}"
-            if "poorly" in note:
+                text += (f"   GD plain {m:.3f} +- {se:.3f} ({len(gd[int(d)])} seeds), "
+                         f"z = {(v - m) / math.hypot(e, se):+.1f}")
+            if paths_below_cut(r["n"], c["delta"] * int(d)) < CUT_RESOLVED:
                 text += "   (cut poorly resolved)"
             out.append(text)
     return "\n".join(out)
@@ -120,12 +123,13 @@ def summary(case: str, steps: int = 0) -> str:
 @click.option("--summary", "only_summary", is_flag=True, help="Print the table of the records and exit.")
 def main(case, tail_paths, paths, replicas, dims, source_tol, steps, only_summary):
     if steps and paths:
-        raise click.UsageError("--steps applies to the tail scan (the GD seeds of the edge record are at the case's horizon)")
+        raise click.UsageError("--steps applies to the tail scan (the GD seeds of the edge record are at the "
+                               "case's horizon)")
     path = _path(case, steps)
     path.parent.mkdir(parents=True, exist_ok=True)
     if not only_summary:
         done = {(r["kind"], r["n"], r.get("source_tol", SOURCE_TOL) if r["kind"] == "edge" else SOURCE_TOL)
-                for r in _read(path)}
+                for r in read_lines(path)}
         dims = [int(d) for d in dims.split(",") if d]
         jobs = ([("tail", int(n), SOURCE_TOL) for n in tail_paths.split(",") if n]
                 + [("edge", int(n), source_tol) for n in paths.split(",") if n])
