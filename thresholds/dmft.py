@@ -110,6 +110,20 @@ hard_overlap / ||theta||^2 follow the escape (validation/reports/planted).  On N
 E[g_H psi] carries a Monte Carlo error that is the sample forcing of a data set of n = N samples: with a tuple
 of zeros, M_H(t) is that forcing's response alone (thresholds.forcing, eq. (4)).
 
+Finite-n hard forcing (``forcing_n`` = n > 0, planted runs only).  At finite d the hard gradient is the sample
+mean (1/n) sum_i g_i psi_i^t, whose fluctuation f_t about E[g_H psi^t] is a centred Gaussian process of
+covariance E[g^2 psi^t psi^s] / n (eq. (9): K_F / (delta d) with n = delta d), for as long as GD runs, not only
+while the hard overlap is small.  It is added to eq. (7) on the same paths:
+    M_H(t+1) = (1 - eta lambda) M_H(t) + eta E[g_H psi^t] + eta f_t,
+    f_t = sum_p omega_p g_p psi_p^t zeta_p,    zeta_p = w_p sqrt(1 / (n omega_p) - 1),   w_p iid N(0, 1),   (7b)
+with w_p drawn once per path (own generator, ``forcing_seed``; the paths themselves are those of the run
+without it).  The paths' own Monte Carlo error of E[g_H psi] is already a forcing of covariance
+sum_p omega_p^2 g_p^2 psi_p^t psi_p^s (the sample forcing of n = N paths, above); eq. (7b) adds the rest, so
+that the two together have Cov = (1/n) sum_p omega_p g_p^2 psi_p^t psi_p^s = E[g^2 psi^t psi^s] / n on the paths
+(it needs n omega_p <= 1: at least n paths of equal weight).  Started from M_H(0) = rho0 xi / sqrt(d)
+(xi ~ N(0, 1), GD's random initial overlap), a run is the d = inf bulk with the hard coordinate of one finite-d
+data set: its initial overlap and its forcing at every step (thresholds.planted, eq. (5)).
+
 Linear response of the hard coordinate (``pathwise``, null case).  A small hard overlap M(t) enters the
 sample side as g M(t); the kernels are even in M, so to first order u^t moves by
 sum_{r<=t} J(t,r) g M(r) (J the pathwise tangent above) and eq. (7) linearizes to
@@ -179,6 +193,8 @@ class DMFTSetup:
     planted: float | tuple = 0.0  # M_H at step planted_step (eq. (7)): one number for every neuron, or m numbers
     planted_step: int = 0  # the step at which the hard overlap is set to ``planted`` (0 before it)
     source_tol: float = 0.0  # ``sources``: relative innovation variance below which no source opens (eq. (6b))
+    forcing_n: float = 0.0  # planted runs: add the hard forcing of n samples (eq. (7b)); 0: none
+    forcing_seed: int = 0  # the draw of the forcing weights w_p of eq. (7b)
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -197,6 +213,8 @@ class DMFTSetup:
             del key["planted"], key["planted_step"]
         if not self.source_tol:
             del key["source_tol"]
+        if not self.forcing_n:
+            del key["forcing_n"], key["forcing_seed"]
         return key
 
     def validate(self):
@@ -229,6 +247,12 @@ class DMFTSetup:
             raise UnsupportedError("a source tolerance applies to the 'sources' back-end")
         if self.planted and self.response != "sources":
             raise UnsupportedError("a planted hard overlap is solved by the 'sources' back-end")
+        if not (isinstance(self.forcing_n, (int, float)) and math.isfinite(self.forcing_n) and self.forcing_n >= 0):
+            raise ThresholdsError(f"forcing_n must be a sample count >= 0, got {self.forcing_n!r}")
+        if not (isinstance(self.forcing_seed, int) and self.forcing_seed >= 0):
+            raise ThresholdsError(f"forcing_seed must be an integer >= 0, got {self.forcing_seed!r}")
+        if self.forcing_n and not self.planted:
+            raise UnsupportedError("the finite-n hard forcing (eq. (7b)) acts on a planted run's hard overlap")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
         need = self.memory_bytes()
@@ -477,12 +501,25 @@ def _sources_targets(link, n, g_nodes, rng, split):
     return y, g, g_all @ split.easy.T, omega
 
 
-def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r0, r1):
+def _forcing_weights(setup, rng, omega):
+    """zeta_p = w_p sqrt(1 / (n omega_p) - 1) of eq. (7b), w_p from a generator of its own (seeded by the replica's
+    seed sequence and ``forcing_seed``), so that the paths drawn from ``rng`` do not change."""
+    seq = rng.bit_generator.seed_seq
+    own = np.random.default_rng(np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, 7, setup.forcing_seed)))
+    extra = 1.0 / (setup.forcing_n * omega) - 1.0   # eq. (7b): the paths' own forcing is the rest
+    if np.any(extra < -1e-9):
+        raise ThresholdsError(f"the forcing of n = {setup.forcing_n:g} samples needs at least that many paths per "
+                              f"replica, got {omega.shape[0]}")
+    return own.standard_normal(omega.shape[0]) * np.sqrt(np.maximum(extra, 0.0))
+
+
+def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r0, r1, zeta=None, hard_rows=None):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the row t of Cpsi, the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
     Bt and M.  r0 and r1 are the numbers of source rows before and after the whitening of step t (t m and
-    (t + 1) m with every source); the sources r0..r1 - 1 opened at step t enter from step t + 1 on."""
+    (t + 1) m with every source); the sources r0..r1 - 1 opened at step t enter from step t + 1 on.  ``zeta``:
+    the per-path forcing weights of eq. (7b) on the signal rows ``hard_rows`` (None: no forcing)."""
     M, P = psi.shape[1], t * psi.shape[1]
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
@@ -495,6 +532,8 @@ def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r
     Bt[t + 1, :, :r0] = (1 - eta * lam) * Bt[t, :, :r0] + eta * RB + eta * rows[:, :r0]
     Bt[t + 1, :, r0:r1] = eta * rows[:, r0:]
     Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
+    if zeta is not None:  # eq. (7b): the finite-n fluctuation of the hard gradient
+        Msig[t + 1, hard_rows] += eta * ((gE[:, hard_rows] * zeta[:, None]).T @ wpsi)
 
 
 def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
@@ -562,6 +601,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator)
         test_rng = np.random.default_rng(rng.integers(2**63))
         sig = act.numpy(0)
+    zeta = _forcing_weights(setup, rng, omega) if setup.forcing_n else None
     nu = rng.standard_normal((n, M))
     # Per-path arrays are stored (column J, path): row J of epsT is source J = s m + k (causal in the horizon),
     # row J of PsitT the whitened psi path J, so that X[:P] is one contiguous block (the memory-bound products).
@@ -605,7 +645,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         if t == T:
             break
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact)
-        _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r, r_new)
+        _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r, r_new, zeta, hard_rows)
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)

@@ -1,0 +1,115 @@
+"""Forced DMFT trials (thresholds.forced) on a grid of (delta, d), one JSON line per trial, against GD.
+
+Each trial is one planted, forced ``sources`` DMFT run (thresholds.forced eq. (1)); the lines are appended as
+the trials end, so an interrupted sweep resumes with the same command.  ``--summary`` prints, per d, the
+success rate of the trials next to GD's from ``thresholds validate`` reports at the same horizon (``--gd``),
+the difference in combined binomial standard errors, and both logistic crossings.
+
+    python -m validation.forced_trials -a gelu --eta 0.1 --steps 600 --dims 400 --delta 10,12 --trials 40
+    python -m validation.forced_trials -a gelu --eta 0.1 --steps 600 --summary \\
+        --gd validation/reports/planted/gd_gelu_T600/report.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+from thresholds.errors import ThresholdsError
+from thresholds.forced import PATHS, SOURCE_TOL, points, run_trial
+from thresholds.problem import Problem
+from validation import records
+from validation.planted_threshold import gd_crossings, gd_rates
+from validation.threshold import fit_crossing
+
+OUT = Path(__file__).resolve().parent / "reports" / "planted" / "forced"
+
+
+def records_path(problem: Problem, out: Path = OUT) -> Path:
+    return out / f"{problem.activation}_{problem.link}_eta{problem.eta:g}_T{problem.steps}.jsonl"
+
+
+def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = PATHS,
+          source_tol: float = SOURCE_TOL, first: int = 0, log=print) -> None:
+    """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
+    index runs in the outer loop, so an interrupted sweep has about as many trials at every point."""
+    done = {(r["d"], r["delta"], r["trial"]) for r in records.read(path)
+            if r["paths"] == paths and r["source_tol"] == source_tol}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for k in range(first, first + trials):
+        for d in dims:
+            for delta in deltas:
+                if (d, float(delta), k) in done:
+                    continue
+                start = time.time()
+                tr = run_trial(problem, delta, d, k, paths=paths, source_tol=source_tol)
+                records.append(path, tr.to_json())
+                log(f"d {d} delta {delta:g} trial {k}: xi {tr.xi:+.2f} hard fraction {tr.final:.3f} "
+                    f"({time.time() - start:.0f} s)")
+
+
+def summarize(rows, gd_reports=()) -> list[str]:
+    """Per (d, delta): forced rate +- s.e., GD k/n and rate, z; then per d both crossings."""
+    gd, gd_cross = {}, {}
+    for rep in gd_reports:
+        gd.update(gd_rates(Path(rep)))
+        gd_cross.update(gd_crossings(Path(rep)))
+    pts = points(rows)
+    lines = ["| d | delta | forced DMFT | GD | z |", "|---|---|---|---|---|"]
+    for p in pts:
+        cell, z = "-", ""
+        if (p.d, p.delta) in gd:
+            k, n = gd[(p.d, p.delta)]
+            q = k / n
+            se = math.sqrt(max(q * (1 - q), 0.25 / n) / n)
+            cell = f"{k}/{n} = {q:.2f}"
+            z = f"{(p.rate - q) / math.hypot(p.se, se):+.1f}"
+        lines.append(f"| {p.d} | {p.delta:g} | {p.successes}/{p.trials} = {p.rate:.2f} +- {p.se:.2f} | {cell} | {z} |")
+    lines += ["", "| d | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|"]
+    for d in sorted({p.d for p in pts}):
+        at = [p for p in pts if p.d == d]
+        c, se = fit_crossing([p.delta for p in at], [p.successes for p in at], [p.trials for p in at])
+        mine = f"{c:.2f} +- {se:.2f}" if c is not None else "not bracketed"
+        other, z = "-", ""
+        if d in gd_cross:
+            g, gse = gd_cross[d]
+            other = f"{g:.2f} +- {gse:.2f}"
+            if c is not None:
+                z = f"{(c - g) / math.hypot(se, gse):+.1f}"
+        lines.append(f"| {d} | {mine} | {other} | {z} |")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-a", "--activation", default="gelu")
+    ap.add_argument("-l", "--link", default="phase_retrieval")
+    ap.add_argument("--eta", type=float, default=0.1)
+    ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--dims", default="400", help="comma-separated dimensions")
+    ap.add_argument("--delta", default="10,12", help="comma-separated sample ratios")
+    ap.add_argument("--trials", type=int, default=40)
+    ap.add_argument("--first", type=int, default=0, help="index of the first trial")
+    ap.add_argument("--paths", type=int, default=PATHS)
+    ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)
+    ap.add_argument("--summary", action="store_true")
+    ap.add_argument("--gd", nargs="*", default=(), help="with --summary: validate report.md files")
+    args = ap.parse_args(argv)
+    problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps)
+    path = records_path(problem)
+    if args.summary:
+        print("\n".join(summarize(records.read(path), args.gd)))
+        return
+    try:
+        dims = [int(v) for v in args.dims.split(",")]
+        deltas = [float(v) for v in args.delta.split(",")]
+        sweep(problem, dims, deltas, args.trials, path=path, paths=args.paths, source_tol=args.source_tol,
+              first=args.first, log=lambda s: print(s, flush=True))
+    except (ThresholdsError, ValueError) as err:
+        raise SystemExit(f"error: {err}")
+
+
+if __name__ == "__main__":
+    main()
