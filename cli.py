@@ -954,16 +954,27 @@ def _finite_d_options(dims_help: str):
                          help="With --dims: the source basis of the horizon-long planted DMFT runs (dmft eq. (6b); "
                          "0: every source, as in the committed checks at m = 1, 2; 1e-3 removes their finite-paths "
                          "bias and was checked at m = 4, validation/reports/planted/width section 5b)."),
+            click.option("--finite-method", type=click.Choice(["planted", "forced"]), default="planted",
+                         show_default=True,
+                         help="With --dims: 'planted' (thresholds.planted / modes: the forcing up to t* = 50, then the "
+                         "unforced d = inf escape from an effective overlap) or 'forced' (thresholds.forced, m = 1: "
+                         "trials of the d = inf bulk with one data set's initial overlap and hard forcing at every "
+                         "step; the success rate per delta, its logistic crossing and standard error; its runs use the "
+                         "truncated source basis 1e-3 whatever --finite-source-tol says)."),
+            click.option("--finite-trials", default=40, show_default=True, type=click.IntRange(4, 10_000),
+                         help="With --finite-method forced: trials per delta (each one DMFT run, cached)."),
         ]
         return _with_options(func, opts)
     return decorate
 
 
-def _finite_refusal(setup) -> str:
+def _finite_refusal(setup, method: str = "planted") -> str:
     """Why the finite-d prediction is not derived for ``setup`` ('' when it is)."""
     from thresholds.modes import any_refusal
     if setup.mean_field:
         return "the finite-d prediction needs a finite width --m"
+    if method == "forced" and setup.m != 1:
+        return "--finite-method forced is derived for one neuron (m = 1); use planted at m > 1"
     return any_refusal(setup.problem)
 
 
@@ -992,7 +1003,7 @@ def _finite_dims(dims, start, search_max):
                    "modes of thresholds.modes at m > 1; finite --m only).")
 @_executor_options("searches of --scan", "one search")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
-           finite_source_tol, **kw):
+           finite_source_tol, finite_method, finite_trials, **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
     negative outlier in the hard subspace (any width --m and number of hard directions;
     square loss).
@@ -1007,8 +1018,8 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     setup = _nn_setup(activation, link, kw)
     setup.validate()
     dim_list = _finite_dims(dims, finite_start, setup.search_max)
-    if dim_list and (scan_text or _finite_refusal(setup)):
-        abort("--dims (the finite-d prediction): " + (_finite_refusal(setup) or "not with --scan"), 2)
+    if dim_list and (scan_text or _finite_refusal(setup, finite_method)):
+        abort("--dims (the finite-d prediction): " + (_finite_refusal(setup, finite_method) or "not with --scan"), 2)
     if scan_text:
         from dataclasses import replace
         name, values = parse_scan(scan_text)
@@ -1035,7 +1046,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         return
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
     finite = (_finite_d_prediction(setup, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
-                                   source_tol=finite_source_tol)
+                                   source_tol=finite_source_tol, method=finite_method, trials=finite_trials)
               if dim_list else None)
     if plot_path:
         from thresholds.plots import t_curve_figure
@@ -1081,10 +1092,19 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
                   + (", from cache" if getattr(res, "from_cache", False) else "") + "[/]")
 
 
-def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0):
+def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0, method="planted",
+                         trials=40):
     """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``; ``source_tol``:
-    the planted runs' source basis), with a log line per DMFT run."""
+    the planted runs' source basis), or with ``method`` 'forced' thresholds.forced.predict (``trials`` per
+    delta, its own source basis), with a log line per DMFT run or per delta."""
     from thresholds.modes import prediction
+    if method == "forced":
+        from thresholds.forced import predict
+        with Activity(f"forced DMFT trials at d = {', '.join(map(str, dims))}", disable=quiet) as act:
+            act.begin(f"{trials} trials per delta ({setup.steps} steps each)")
+            return predict(setup.problem, dims, trials=trials, start=start, paths=paths,
+                           search_min=max(setup.search_min, FINITE_LOW), search_max=setup.search_max,
+                           cache=not no_cache, log=act.line)
     with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
         act.begin(f"planted DMFT runs ({setup.steps} steps each) and spreads")
         return prediction(setup.problem, dims, paths=paths, start=start, search_min=max(setup.search_min, FINITE_LOW),
@@ -1094,8 +1114,9 @@ def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, sourc
 
 def _print_finite_d(finite):
     from rich.markup import escape
+    forced = hasattr(finite, "trials")
     t = Table(title=f"finite d: delta at which GD succeeds by step {finite.problem.steps} with probability 1/2 "
-                    "(thresholds.planted)")
+                    + ("(thresholds.forced; range: -+ 1 s.e.)" if forced else "(thresholds.planted)"))
     t.add_column("d")
     t.add_column("delta_1/2(d) [range]")
     for c in finite.crossings:
@@ -1103,6 +1124,8 @@ def _print_finite_d(finite):
                   if c.found else f"not found ({c.note})")
     print_table(t)
     def show_point(p, name=""):
+        if forced:
+            return f"d {p.d}: {p.delta:g} ({p.successes}/{p.trials})"
         if hasattr(p, "angles"):   # one DeltaPoint per angle of the neurons' start (thresholds.modes)
             return f"{p.delta:g} (" + "; ".join(show_point(q, f"phi {math.degrees(phi):.0f}: ")
                                                  for phi, q in p.angles.items()) + ")"
@@ -1124,7 +1147,7 @@ def _print_finite_d(finite):
                    "(--t0 steps*eta --c 0).")
 @_executor_options("rows' searches", "one search")
 def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start,
-              finite_source_tol, **kw):
+              finite_source_tol, finite_method, finite_trials, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
     simulated threshold when a validation of the same setup is cached; with --dims, the
     finite-d prediction next to the simulated crossing at each d."""
@@ -1158,9 +1181,9 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
     if dim_list:
         from thresholds.store import cached_validation as cached
         for i, (st, r, _) in enumerate(rows):
-            if r is not None and not _finite_refusal(st):
+            if r is not None and not _finite_refusal(st, finite_method):
                 pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
-                                            source_tol=finite_source_tol)
+                                            source_tol=finite_source_tol, method=finite_method, trials=finite_trials)
                 sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
                 finite[i] = (pred, sim.get("crossings", {}))
     if as_json:
@@ -1204,7 +1227,9 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
     console.print("[dim]simulated: extrapolated GD crossing from a cached `thresholds validate` run of the same "
                   "setup ('-' when none)[/]")
     if dim_list:
-        console.print(f"[dim]d = D: the finite-d prediction (thresholds.planted at m = 1, thresholds.modes at m > 1) "
+        console.print(f"[dim]d = D: the finite-d prediction ("
+                      + ("forced DMFT trials, thresholds.forced, m = 1 rows" if finite_method == "forced" else
+                         "thresholds.planted at m = 1, thresholds.modes at m > 1") + ") "
                       f"at the horizon of {kw['steps']} "
                       "steps / the crossing at d of a cached `validate --t0 steps*eta --c 0` run ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):

@@ -94,3 +94,83 @@ def test_points_count_successes_per_point():
     pts = points(rows)
     assert [(p.d, p.delta, p.successes, p.trials) for p in pts] == [(200, 5.0, 0, 1), (400, 5.0, 2, 3)]
     assert pts[1].rate == pytest.approx(2 / 3) and pts[1].se == pytest.approx(math.sqrt(2 / 9 / 3))
+
+
+def _logistic_stub(center, width=0.8):
+    """A trial function with a known success curve: trial j at delta escapes when (j + 1/2) / trials lies below
+    p(delta) = 1 / (1 + exp(-(delta - center(d)) / width)) (stratified, so the rates follow p closely)."""
+    calls = []
+
+    def run(delta, d, j, n_paths):
+        calls.append((delta, d, j, n_paths))
+        p = 1 / (1 + math.exp(-(delta - center(d)) / width))
+        return (j + 0.5) / 40 < p
+    return run, calls
+
+
+def test_predict_finds_a_known_crossing_per_d():
+    from thresholds.forced import predict
+    run, calls = _logistic_stub(lambda d: 6.0 + math.log2(d / 200))
+    pred = predict(Problem("quad", "phase_retrieval", eta=0.05, steps=600), [200, 800], trials=40, start=8.0,
+                   run=run)
+    for c, true in zip(pred.crossings, (6.0, 8.0)):
+        assert c.found and c.low < c.value < c.high
+        assert abs(c.value - true) < 0.15
+    # every d rests on at least four deltas, bracketing 1/2, with the rates of the stub
+    for d in (200, 800):
+        pts = [p for p in pred.points if p.d == d]
+        assert len(pts) >= 4 and min(p.rate for p in pts) < 0.5 < max(p.rate for p in pts)
+    # trials 0..39 at every delta (common random numbers); at least n = delta d paths, else PATHS
+    assert {j for _, _, j, _ in calls} == set(range(40))
+    assert all(n >= max(20_000, delta * d) for delta, d, _, n in calls)
+    assert pred.to_json()["crossings"][0]["d"] == 200
+
+
+def test_predict_reports_a_crossing_outside_the_search_range():
+    from thresholds.forced import predict
+    run, _ = _logistic_stub(lambda d: 50.0)
+    pred = predict(Problem("quad", "phase_retrieval", eta=0.05, steps=600), [400], trials=40, start=8.0,
+                   search_max=12.0, run=run)
+    (c,) = pred.crossings
+    assert not c.found and math.isnan(c.value) and "above" in c.note
+
+
+def test_predict_end_to_end_on_a_short_horizon():
+    # the real forced DMFT at 40 steps and d = 25 (quad, eta 0.05): the trials run, are cached, and a second
+    # call reads them back with the same result
+    from thresholds.forced import predict
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=40)
+    first = predict(problem, [25], trials=4, start=8.0, factor=2.0, paths=2000)
+    again = predict(problem, [25], trials=4, start=8.0, factor=2.0, paths=2000)
+    assert [(p.delta, p.successes) for p in first.points] == [(p.delta, p.successes) for p in again.points]
+    assert again.seconds < first.seconds
+    assert all(p.trials == 4 for p in first.points) and len(first.points) >= 2
+
+
+def test_nn_dims_forced_cli(tmp_path):
+    """`thresholds nn --dims --finite-method forced` end to end on a 30-step horizon (quad, eta 0.05, small
+    path counts): JSON "finite_d" rows with the forced method's record, each found crossing inside its range
+    and its points' rates bracketing 1/2; a one-line refusal at m = 2."""
+    import json
+
+    from click.testing import CliRunner
+
+    from cli import main
+    env = {"THRESHOLDS_CACHE": str(tmp_path)}
+    base = ["-a", "quad", "--eta", "0.05", "-T", "30", "--law", "dmft", "--paths", "400", "--replicas", "2",
+            "--search-max", "40"]
+    res = CliRunner().invoke(main, ["nn"] + base + ["--dims", "20", "--finite-method", "forced", "--finite-trials",
+                                                    "6", "--finite-paths", "2000", "--finite-start", "6", "--json"],
+                             env=env)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    pred = out["finite_d_prediction"]
+    assert pred["method"].startswith("forced") and pred["trials"] == 6 and pred["horizon_steps"] == 30
+    (row,) = out["finite_d"]
+    rates = [p["successes"] / p["trials"] for p in pred["points"]]
+    if row["found"]:
+        assert row["low"] < row["value"] < row["high"] and min(rates) < 0.5 < max(rates)
+    else:
+        assert row["note"]
+    bad = CliRunner().invoke(main, ["nn"] + base + ["--m", "2", "--dims", "20", "--finite-method", "forced"], env=env)
+    assert bad.exit_code == 2 and "m = 1" in bad.output and "Traceback" not in bad.output, bad.output

@@ -3,12 +3,13 @@
 thresholds.planted predicts P(success) from two d = inf numbers: the spread s of the effective initial
 overlap after the forced first steps (t* = 50), and the critical planted overlap q_c from which the
 unforced d = inf dynamics escapes.  Its approximation "the forcing after t* is dropped" was measured small in
-the linear regime (s grows by 6-7 % from t = 50 to 100), but finite-d GD escapes from smaller overlaps than
-q_c: in validation/reports/planted/diagnostics (growth check) the outcome of every GD run is decided by its
-hard amplitude at step 25 (AUC 1.00 in each setup), at a threshold below q_c (gelu, delta 10, d = 400:
-[0.037, 0.052] against [0.077, 0.086]).  Near q_c the d = inf trajectory creeps for hundreds of steps, and the
-sample forcing of the hard gradient, of the same order d^{-1/2} as the initial overlap and drawn from the same
-samples at every step, keeps pushing it.
+the linear regime (s grows by 6-7 % from t = 50 to 100), yet for gelu finite-d GD escapes from smaller
+overlaps than q_c: in the growth check of validation/reports/planted (section 6) the outcome of GD at gelu,
+delta 10, d = 400 is decided by its hard amplitude at step 25 (AUC 1.00 over 30 data sets) at an effective
+overlap of 0.039-0.041, where the planted q_c is [0.077, 0.086]; at delta 12 runs escape from amplitudes far
+below q_c (AUC 0.78).  Near q_c the d = inf trajectory creeps for hundreds of steps, and the sample forcing of
+the hard gradient, of the same order d^{-1/2} as the initial overlap and drawn from the same samples at every
+step, keeps pushing it.
 
 This module keeps every part of one finite-d data set that acts on the hard coordinate and nothing else: a
 trial is one run of the planted ``sources`` DMFT (the d = inf bulk, thresholds.dmft eq. (7)) with
@@ -144,3 +145,107 @@ def points(trials) -> list[ForcedPoint]:
         k, n = count.get(key, (0, 0))
         count[key] = (k + bool(rec["success"]), n + 1)
     return [ForcedPoint(delta, d, k, n) for (d, delta), (k, n) in sorted(count.items())]
+
+
+SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps, m = 1, "
+         "phase retrieval (validation/reports/planted/forced); other setups unchecked.")
+
+
+@dataclass
+class ForcedPrediction:
+    """The crossing delta_1/2(d) of eq. (2) per d (thresholds.planted.FiniteDCrossing, its range the
+    logistic fit's value -+ one standard error) and the points it rests on."""
+
+    problem: Problem
+    points: list        # ForcedPoint, by d then delta
+    crossings: list     # FiniteDCrossing, by increasing d
+    trials: int
+    paths: int
+    source_tol: float
+    seconds: float = 0.0
+    scope: str = SCOPE
+
+    def to_json(self) -> dict:
+        return {"method": "forced DMFT trials (thresholds.forced, eqs. (1)-(2))", "horizon_steps": self.problem.steps,
+                "trials": self.trials, "paths": self.paths, "source_tol": self.source_tol, "scope": self.scope,
+                "seconds": self.seconds, "crossings": [c.to_json() for c in self.crossings],
+                "points": [{"d": p.d, "delta": p.delta, "successes": p.successes, "trials": p.trials}
+                           for p in self.points]}
+
+
+def grid_delta(start: float, factor: float, k: int) -> float:
+    """The k-th delta of the prediction's grid, start * factor^k to 4 significant digits (so that the trials
+    of a delta are found again by a later call with the same start and factor)."""
+    return float(f"{start * factor**k:.4g}")
+
+
+def paths_for(delta: float, d: int, paths: int = None) -> int:
+    """``paths``, or by default PATHS, raised to n = delta d when that is larger (dmft eq. (7b))."""
+    return int(paths) if paths is not None else max(PATHS, int(math.ceil(delta * d)))
+
+
+def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
+            search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = SOURCE_TOL,
+            cache: bool = True, log=None, run=None) -> ForcedPrediction:
+    """delta_1/2(d) of eq. (2) for each d.  On the grid start * factor^k, P is estimated from ``trials`` trials
+    at start, then one delta at a time toward 1/2 until the rates bracket it, and one more beyond each end of
+    the bracket (the logistic fit then rests on at least four deltas).  Each d starts from the crossing of the
+    previous one (the crossing rises with d).  A d whose rates do not reach 1/2 inside [search_min,
+    search_max] gets a crossing that is not found, with a note.  ``run`` replaces :func:`run_trial` (tests)."""
+    import time
+
+    from .crossing import logistic_crossing
+    from .planted import FiniteDCrossing
+
+    why = refusal(problem)
+    if why:
+        raise ThresholdsError(why)
+    if not (isinstance(trials, int) and trials >= 4):
+        raise ThresholdsError(f"a forced prediction needs at least 4 trials per delta, got {trials!r}")
+    if not (factor > 1 and search_min < start < search_max):
+        raise ThresholdsError(f"the grid needs factor > 1 and search_min < start < search_max, got factor {factor}, "
+                              f"start {start}, range ({search_min}, {search_max})")
+    run = run or (lambda delta, d, k, n_paths: run_trial(problem, delta, d, k, paths=n_paths,
+                                                         source_tol=source_tol, cache=cache).success)
+    t0 = time.time()
+    points_all, crossings = [], []
+    anchor = float(start)
+    for d in sorted(dims):
+        rate = {}
+
+        def measure(k):
+            delta = grid_delta(anchor, factor, k)
+            if k not in rate and search_min <= delta <= search_max:
+                n_paths = paths_for(delta, d, paths)
+                wins = sum(bool(run(delta, d, j, n_paths)) for j in range(trials))
+                rate[k] = wins
+                if log:
+                    log(f"d = {d}, delta = {delta:g}: {wins}/{trials} escape")
+            return rate.get(k)
+
+        measure(0)
+        step = 1 if rate[0] <= trials / 2 else -1
+        k = 0
+        while True:   # toward 1/2 until a rate lies strictly on the other side of it
+            k += step
+            if measure(k) is None:
+                break
+            if (rate[k] > trials / 2) if step > 0 else (rate[k] < trials / 2):
+                break
+        lo_k, hi_k = min(rate), max(rate)
+        measure(lo_k - 1)
+        measure(hi_k + 1)
+        ks = sorted(rate)
+        deltas = [grid_delta(anchor, factor, k) for k in ks]
+        wins = [rate[k] for k in ks]
+        points_all += [ForcedPoint(delta, d, w, trials) for delta, w in zip(deltas, wins)]
+        c, se = logistic_crossing(deltas, wins, [trials] * len(ks))
+        if c is None:   # no rate strictly above 1/2, or none strictly below
+            side = "above" if max(wins) <= trials / 2 else "below"
+            crossings.append(FiniteDCrossing(d, math.nan, math.nan, math.nan, False,
+                                             f"{side} the deltas computed ({deltas[0]:g} - {deltas[-1]:g})"))
+            continue
+        crossings.append(FiniteDCrossing(d, c, c - se, c + se, True))
+        anchor = grid_delta(c, 1.0, 0)
+    return ForcedPrediction(problem, points_all, crossings, trials,
+                            paths if paths is not None else PATHS, source_tol, time.time() - t0)

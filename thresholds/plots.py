@@ -147,16 +147,20 @@ def grok_figure(out, path):
     _legend_and_save(plt, fig, ax, path)
 
 
-def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None):
+def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None, forced=None):
     """Crossing delta_1/2 against d: ``predicted`` = [(d, value, low, high)] as a line with a band,
-    ``simulated`` = [(d, value, s.e.)] with error bars, ``delta_nn`` (the d = inf threshold) as a
-    horizontal line when given."""
+    ``simulated`` = [(d, value, s.e.)] with error bars, ``forced`` = [(d, value, s.e.)] (thresholds.forced)
+    with error bars, ``delta_nn`` (the d = inf threshold) as a horizontal line when given."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     if predicted:
         d, v, lo, hi = (np.array(c, dtype=float) for c in zip(*predicted))
         ax.plot(d, v, "o-", color="tab:blue", label="predicted (thresholds.planted)")
         ax.fill_between(d, lo, hi, color="tab:blue", alpha=0.2, label="predicted range")
+    if forced:
+        d, v, e = (np.array(c, dtype=float) for c in zip(*forced))
+        ax.errorbar(d * 1.04, v, yerr=e, fmt="D-", color="tab:green", capsize=3,
+                    label="forced DMFT trials +- s.e. (thresholds.forced)")
     if simulated:
         d, v, e = (np.array(c, dtype=float) for c in zip(*simulated))
         ax.errorbar(d, v, yerr=e, fmt="s", color="tab:red", capsize=3, label="GD crossing +- s.e.")

@@ -7,7 +7,7 @@ the difference in combined binomial standard errors, and both logistic crossings
 
     python -m validation.forced_trials -a gelu --eta 0.1 --steps 600 --dims 400 --delta 10,12 --trials 40
     python -m validation.forced_trials -a gelu --eta 0.1 --steps 600 --summary \\
-        --gd validation/reports/planted/gd_gelu_T600/report.md
+        --gd validation/reports/planted/gd_gelu_T600/report.md [--plot crossing.png --planted PREDICTED.jsonl]
 """
 
 from __future__ import annotations
@@ -50,6 +50,35 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                     f"({time.time() - start:.0f} s)")
 
 
+def crossings(rows) -> list:
+    """[(d, crossing, s.e.)] of the logistic fit per d (d whose rates do not bracket 1/2 left out)."""
+    pts = points(rows)
+    out = []
+    for d in sorted({p.d for p in pts}):
+        at = [p for p in pts if p.d == d]
+        c, se = fit_crossing([p.delta for p in at], [p.successes for p in at], [p.trials for p in at])
+        if c is not None:
+            out.append((d, c, se))
+    return out
+
+
+def figure(path: Path, problem: Problem, rows, gd_reports=(), planted=None) -> None:
+    """The forced crossings against d next to GD's and, from a ``planted_threshold`` records file, the
+    thresholds.planted prediction at the d of either."""
+    from thresholds.planted import crossing
+    from thresholds.plots import finite_d_figure
+    from validation.planted_threshold import points_of
+    sim = sorted((d, v, e) for rep in gd_reports for d, (v, e) in gd_crossings(Path(rep)).items())
+    forced = crossings(rows)
+    pred = []
+    if planted is not None:
+        pts = points_of(records.read(Path(planted)))
+        dims = sorted({d for d, _, _ in sim} | {d for d, _, _ in forced})
+        pred = [(c.d, c.value, c.low, c.high) for c in (crossing(pts, d) for d in dims) if c.found]
+    finite_d_figure(path, pred, sim, forced=forced, title=f"{problem.activation} / {problem.link}, eta "
+                    f"{problem.eta:g}, m = 1, horizon {problem.steps} steps")
+
+
 def summarize(rows, gd_reports=()) -> list[str]:
     """Per (d, delta): forced rate +- s.e., GD k/n and rate, z; then per d both crossings."""
     gd, gd_cross = {}, {}
@@ -68,9 +97,9 @@ def summarize(rows, gd_reports=()) -> list[str]:
             z = f"{(p.rate - q) / math.hypot(p.se, se):+.1f}"
         lines.append(f"| {p.d} | {p.delta:g} | {p.successes}/{p.trials} = {p.rate:.2f} +- {p.se:.2f} | {cell} | {z} |")
     lines += ["", "| d | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|"]
+    fitted = {d: (c, se) for d, c, se in crossings(rows)}
     for d in sorted({p.d for p in pts}):
-        at = [p for p in pts if p.d == d]
-        c, se = fit_crossing([p.delta for p in at], [p.successes for p in at], [p.trials for p in at])
+        c, se = fitted.get(d, (None, None))
         mine = f"{c:.2f} +- {se:.2f}" if c is not None else "not bracketed"
         other, z = "-", ""
         if d in gd_cross:
@@ -96,11 +125,16 @@ def main(argv=None):
     ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--gd", nargs="*", default=(), help="with --summary: validate report.md files")
+    ap.add_argument("--plot", type=Path, help="with --summary: the crossings against d as a PNG")
+    ap.add_argument("--planted", type=Path, help="with --plot: a planted_threshold records file to draw too")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps)
     path = records_path(problem)
     if args.summary:
-        print("\n".join(summarize(records.read(path), args.gd)))
+        rows = records.read(path)
+        print("\n".join(summarize(rows, args.gd)))
+        if args.plot:
+            figure(args.plot, problem, rows, args.gd, args.planted)
         return
     try:
         dims = [int(v) for v in args.dims.split(",")]

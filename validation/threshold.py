@@ -22,9 +22,9 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy import optimize
 
 from thresholds.catalog import get_link
+from thresholds.crossing import logistic_crossing as fit_crossing  # noqa: F401 (the sweep's fit, re-exported)
 from validation.simulate import GDSetup, run_gd
 
 
@@ -77,44 +77,6 @@ def hessian_at_first_phase(activation, link, delta, d, eta, steps, seed, **setup
     X, y = res.data
     return hessian_probe(X, y, res.theta, activation, a=setup.get("a", 1.0), b=setup.get("b", 0.0),
                          k=get_link(link).k, count=2, axes=latent_split(link).hard)
-
-
-def fit_crossing(deltas, successes, trials):
-    """delta at which the logistic success curve crosses 1/2, with its standard error
-    (maximum likelihood; None when the data do not bracket 1/2)."""
-    deltas = np.asarray(deltas, float)
-    k = np.asarray(successes, float)
-    n = np.asarray(trials, float)
-    if not (k.min() < 0.5 * n[np.argmin(k)] and k.max() > 0.5 * n[np.argmax(k)]):
-        return None, None
-
-    def nll(params):
-        c, log_s = params
-        p = 1 / (1 + np.exp(-(deltas - c) / np.exp(log_s)))
-        p = np.clip(p, 1e-12, 1 - 1e-12)
-        return -np.sum(k * np.log(p) + (n - k) * np.log(1 - p))
-
-    start = [float(np.interp(0.5, k / n, deltas)) if np.all(np.diff(k / n) >= 0) else deltas.mean(),
-             math.log(max(0.1, np.ptp(deltas) / 10))]
-    fit = optimize.minimize(nll, start, method="Nelder-Mead", options={"xatol": 1e-6, "fatol": 1e-9})
-    c, log_s = fit.x
-    h = 1e-3 * max(1.0, abs(c))
-    second = (nll([c + h, log_s]) - 2 * nll([c, log_s]) + nll([c - h, log_s])) / h**2
-    gaps = np.diff(np.sort(deltas))
-    if second > 0 and math.isfinite(second) and np.exp(log_s) > 0.25 * gaps.min():
-        return float(c), float(1 / math.sqrt(second))
-    # the fitted logistic width is below a quarter of the grid spacing (all-or-nothing data, or one
-    # intermediate rate between 0 and 1): the likelihood's curvature then measures the width
-    # collapse, not the position, and the crossing is only known to lie between the last delta
-    # with rate < 1/2 and the next one with rate > 1/2; reported as their midpoint with the
-    # standard deviation of a uniform law on that gap
-    order = np.argsort(deltas)
-    rate = (k / n)[order]
-    below = np.flatnonzero(rate < 0.5)
-    above = np.flatnonzero(rate > 0.5)
-    lo = deltas[order][below.max()] if below.size else deltas.min()
-    hi = deltas[order][above[above > (below.max() if below.size else -1)].min()] if above.size else deltas.max()
-    return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
 
 
 def extrapolate(dims, crossings, errors):
