@@ -174,3 +174,19 @@ def test_nn_dims_forced_cli(tmp_path):
         assert row["note"]
     bad = CliRunner().invoke(main, ["nn"] + base + ["--m", "2", "--dims", "20", "--finite-method", "forced"], env=env)
     assert bad.exit_code == 2 and "m = 1" in bad.output and "Traceback" not in bad.output, bad.output
+
+
+def test_growth_summary_reads_the_threshold_of_gd_runs():
+    # synthetic growth records: success exactly when |A(25)| > 4, so the AUC at 25 is 1 and the table shows the
+    # largest failure and the smallest success as effective overlaps |A(25)| / (sqrt(d) G(25, 0))
+    from validation.planted_diagnostics import auc, growth_summary
+    rows = []
+    for k, a25 in enumerate([1.0, 3.0, 3.9, 4.1, 6.0, -5.0, -2.0]):
+        rows.append({"check": "growth", "activation": "quad", "delta": 5.0, "d": 400, "t": [0, 25, 50],
+                     "hard": [0.1 * k, a25, 2 * a25], "success": abs(a25) > 4})
+    pred = {("quad", 5.0): {"growth_t_map": 4.0, "t_map": 25, "q_eff_low": 0.05, "q_eff_high": 0.06}}
+    (line,) = growth_summary(rows, pred)[2:]
+    assert "| 3/7 |" in line and "/ 1.00 / 1.00 |" in line
+    assert f"{3.9 / 80:.4f}, {4.1 / 80:.4f}" in line and "[0.0500, 0.0600]" in line
+    assert auc([1, 2, 3, 4], [False, True, False, True]) == pytest.approx(0.75)
+    assert math.isnan(auc([1, 2], [True, True]))

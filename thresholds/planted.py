@@ -53,7 +53,9 @@ Approximations, each stated where it is made:
 * the forcing after t* is dropped.  s^2(t) grows slowly once the growth of the overlap dominates (quad /
   phase retrieval, delta 5: 1.42, 1.63, 1.69, 1.91 at t = 10, 25, 50, 100; gelu, delta 12: 1.82 at 50,
   2.05 at 100); t* = 50 is used, and t* = 25 moves the predicted crossings by +0.03 to +0.05
-  (validation/reports/planted);
+  (validation/reports/planted).  This is the approximation that fails for gelu: the forcing keeps acting
+  while a run creeps near q_c, and finite-d GD escapes from effective overlaps about half of q_c there
+  (thresholds.forced keeps the forcing at every step; validation/reports/planted section 6);
 * the escape is monotone in |M_H(0)| (bisection in log q);
 * finite-n effects other than the initial overlap and the forcing (Hessian outliers on extreme labels)
   are left out;

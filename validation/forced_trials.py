@@ -28,7 +28,11 @@ OUT = Path(__file__).resolve().parent / "reports" / "planted" / "forced"
 
 
 def records_path(problem: Problem, out: Path = OUT) -> Path:
-    return out / f"{problem.activation}_{problem.link}_eta{problem.eta:g}_T{problem.steps}.jsonl"
+    """The records file of a setup; characters outside [A-Za-z0-9_.+-] are dropped from the names (y = |z|,
+    ``Abs(z)``, gives ``Absz``)."""
+    import re
+    clean = lambda text: re.sub(r"[^A-Za-z0-9_.+-]", "", text)  # noqa: E731
+    return out / f"{clean(problem.activation)}_{clean(problem.link)}_eta{problem.eta:g}_T{problem.steps}.jsonl"
 
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = PATHS,

@@ -1,0 +1,39 @@
+"""Speed benchmark of the forced finite-d prediction (thresholds.forced.predict; pytest-benchmark, not a timed
+test).
+
+Goal (finite-d issue): delta_1/2(d) for one setup and one d from an empty cache in under 3 minutes on the
+2-core machine, each extra d in under 20 s.  Measured here: quad / phase retrieval, eta 0.05, at the 600-step
+horizon of validation/reports/planted, 40 trials per delta, first d = 400 alone from an empty cache, then
+d = 800 on the same cache (a further d needs trials of its own: the initial overlap and the forcing scale with
+d, so no trial is shared between two d).
+
+Run:  python -m pytest validation/bench_forced.py --benchmark-only -p no:cacheprovider -s
+"""
+
+import time
+
+from thresholds import cache
+from thresholds.forced import predict
+from thresholds.problem import Problem
+
+
+def test_forced_prediction_cold_then_one_more_d(benchmark):
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600)
+    lines = []
+
+    def log(text):  # every delta, as its trials end
+        lines.append(text)
+        print(text, flush=True)
+
+    with cache.empty():
+        t0 = time.time()
+        one = predict(problem, [400], start=5.0, log=log)
+        cold = time.time() - t0
+        t0 = time.time()
+        two = predict(problem, [400, 800], start=5.0, log=log)
+        more = time.time() - t0
+    benchmark.pedantic(lambda: None, rounds=1)
+    fmt = (lambda c: f"d = {c.d}: {c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else f"d = {c.d}: {c.note}")
+    print(f"\nempty cache, d = 400: {cold:.0f} s ({len(one.points)} deltas), {fmt(one.crossings[0])}")
+    print(f"then d = 400, 800: {more:.0f} s more: " + "; ".join(fmt(c) for c in two.crossings))
+    assert one.crossings[0].found
