@@ -941,22 +941,24 @@ def _finite_d_options(dims_help: str):
     def decorate(func):
         opts = [
             click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-                         help=dims_help + " Slow: tens of minutes from an empty cache (validation/bench_planted.py); "
-                         "every DMFT run is cached, so an interrupted command resumes, and a further d costs little "
-                         "when the computed deltas bracket it."),
+                         help=dims_help + " Slow: tens of minutes per d from an empty cache "
+                         "(validation/bench_forced.py, bench_planted.py); every DMFT run is cached, so an interrupted "
+                         "command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
-                         help="With --dims: paths of each planted DMFT run; default 80000 at m = 1 (the spread "
-                         "uses twice as many), 20000 at m > 1 (thresholds.modes)."),
+                         help="With --dims: paths of each DMFT run; default: forced 20000 (at least delta d), "
+                         "planted 80000 at m = 1 (the spread uses twice as many), 20000 at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
-                         help="With --dims: the first delta of the prediction's grid (grown by factors of 1.5)."),
+                         help="With --dims: the first delta of the prediction's grid (grown by factors of 1.15 "
+                         "(forced) or 1.5 (planted))."),
             click.option("--finite-source-tol", default=0.0, show_default=True,
                          type=click.FloatRange(0, 1, max_open=True),
                          help="With --dims: the source basis of the horizon-long planted DMFT runs (dmft eq. (6b); "
                          "0: every source, as in the committed checks at m = 1, 2; 1e-3 removes their finite-paths "
                          "bias and was checked at m = 4, validation/reports/planted/width section 5b)."),
-            click.option("--finite-method", type=click.Choice(["planted", "forced"]), default="planted",
+            click.option("--finite-method", type=click.Choice(["auto", "planted", "forced"]), default="auto",
                          show_default=True,
-                         help="With --dims: 'planted' (thresholds.planted / modes: the forcing up to t* = 50, then the "
+                         help="With --dims: 'auto' is forced at m = 1 and planted at m > 1; 'planted' "
+                         "(thresholds.planted / modes: the forcing up to t* = 50, then the "
                          "unforced d = inf escape from an effective overlap) or 'forced' (thresholds.forced, m = 1: "
                          "trials of the d = inf bulk with one data set's initial overlap and hard forcing at every "
                          "step; the success rate per delta, its logistic crossing and standard error; its runs use the "
@@ -968,12 +970,17 @@ def _finite_d_options(dims_help: str):
     return decorate
 
 
+def _finite_method(setup, method: str) -> str:
+    """--finite-method with 'auto' resolved: forced at m = 1, planted at m > 1."""
+    return ("forced" if setup.m == 1 else "planted") if method == "auto" else method
+
+
 def _finite_refusal(setup, method: str = "planted") -> str:
     """Why the finite-d prediction is not derived for ``setup`` ('' when it is)."""
     from thresholds.modes import any_refusal
     if setup.mean_field:
         return "the finite-d prediction needs a finite width --m"
-    if method == "forced" and setup.m != 1:
+    if _finite_method(setup, method) == "forced" and setup.m != 1:
         return "--finite-method forced is derived for one neuron (m = 1); use planted at m > 1"
     return any_refusal(setup.problem)
 
@@ -999,8 +1006,8 @@ def _finite_dims(dims, start, search_max):
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
 @_finite_d_options("Also predict the finite-d threshold at these d: the delta at which GD succeeds by step "
-                   "--steps with probability 1/2 (planted DMFT + forcing law: thresholds.planted at m = 1, the neurons' "
-                   "modes of thresholds.modes at m > 1; finite --m only).")
+                   "--steps with probability 1/2 (forced DMFT trials, thresholds.forced, at m = 1; the neurons' "
+                   "modes of thresholds.modes at m > 1; finite --m only; see --finite-method).")
 @_executor_options("searches of --scan", "one search")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
            finite_source_tol, finite_method, finite_trials, **kw):
@@ -1092,13 +1099,13 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
                   + (", from cache" if getattr(res, "from_cache", False) else "") + "[/]")
 
 
-def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0, method="planted",
+def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0, method="auto",
                          trials=40):
     """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``; ``source_tol``:
     the planted runs' source basis), or with ``method`` 'forced' thresholds.forced.predict (``trials`` per
     delta, its own source basis), with a log line per DMFT run or per delta."""
     from thresholds.modes import prediction
-    if method == "forced":
+    if _finite_method(setup, method) == "forced":
         from thresholds.forced import predict
         with Activity(f"forced DMFT trials at d = {', '.join(map(str, dims))}", disable=quiet) as act:
             act.begin(f"{trials} trials per delta ({setup.steps} steps each)")
@@ -1228,8 +1235,9 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
                   "setup ('-' when none)[/]")
     if dim_list:
         console.print(f"[dim]d = D: the finite-d prediction ("
-                      + ("forced DMFT trials, thresholds.forced, m = 1 rows" if finite_method == "forced" else
-                         "thresholds.planted at m = 1, thresholds.modes at m > 1") + ") "
+                      + {"forced": "forced DMFT trials, thresholds.forced, m = 1 rows",
+                         "planted": "thresholds.planted at m = 1, thresholds.modes at m > 1",
+                         "auto": "thresholds.forced at m = 1, thresholds.modes at m > 1"}[finite_method] + ") "
                       f"at the horizon of {kw['steps']} "
                       "steps / the crossing at d of a cached `validate --t0 steps*eta --c 0` run ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):

@@ -164,7 +164,7 @@ def shared_cache(tmp_path_factory):
 
 CLI_BASE = ["-a", "quad", "--eta", "0.05", "-T", "30", "--law", "dmft", "--paths", "400", "--replicas", "2",
             "--search-max", "6"]
-CLI_FINITE = ["--dims", "80,40", "--finite-paths", "2000", "--finite-start", "4"]
+CLI_FINITE = ["--dims", "80,40", "--finite-paths", "2000", "--finite-start", "4", "--finite-method", "planted"]
 
 
 def test_nn_dims_cli(shared_cache):
