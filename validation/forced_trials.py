@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from thresholds.errors import ThresholdsError
-from thresholds.forced import PATHS, SOURCE_TOL, points, run_trial
+from thresholds.forced import SOURCE_TOL, paths_for, points, run_trial
 from thresholds.problem import Problem
 from validation import records
 from validation.planted_threshold import gd_crossings, gd_rates
@@ -35,20 +35,21 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
     return out / f"{clean(problem.activation)}_{clean(problem.link)}_eta{problem.eta:g}_T{problem.steps}.jsonl"
 
 
-def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = PATHS,
+def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
           source_tol: float = SOURCE_TOL, first: int = 0, log=print) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
-    index runs in the outer loop, so an interrupted sweep has about as many trials at every point."""
-    done = {(r["d"], r["delta"], r["trial"]) for r in records.read(path)
-            if r["paths"] == paths and r["source_tol"] == source_tol}
+    index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
+    None: thresholds.forced.paths_for (PATHS, or n = delta d when larger)."""
+    done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path) if r["source_tol"] == source_tol}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
             for delta in deltas:
-                if (d, float(delta), k) in done:
+                n_paths = paths_for(delta, d, paths)
+                if (d, float(delta), k, n_paths) in done:
                     continue
                 start = time.time()
-                tr = run_trial(problem, delta, d, k, paths=paths, source_tol=source_tol)
+                tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol)
                 records.append(path, tr.to_json())
                 log(f"d {d} delta {delta:g} trial {k}: xi {tr.xi:+.2f} hard fraction {tr.final:.3f} "
                     f"({time.time() - start:.0f} s)")
@@ -125,7 +126,7 @@ def main(argv=None):
     ap.add_argument("--delta", default="10,12", help="comma-separated sample ratios")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
-    ap.add_argument("--paths", type=int, default=PATHS)
+    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: 20000, or delta d if larger)")
     ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)
     ap.add_argument("--out", type=Path, default=OUT, help="directory of the records (one file per setup)")
     ap.add_argument("--summary", action="store_true")
