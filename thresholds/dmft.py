@@ -122,7 +122,7 @@ sum_p omega_p^2 g_p^2 psi_p^t psi_p^s (the sample forcing of n = N paths, above)
 that the two together have Cov = (1/n) sum_p omega_p g_p^2 psi_p^t psi_p^s = E[g^2 psi^t psi^s] / n on the paths
 (it needs n omega_p <= 1: at least n paths of equal weight).  Started from M_H(0) = rho0 xi / sqrt(d)
 (xi ~ N(0, 1), GD's random initial overlap), a run is the d = inf bulk with the hard coordinate of one finite-d
-data set: its initial overlap and its forcing at every step (thresholds.planted, eq. (5)).
+data set: its initial overlap and its forcing at every step (thresholds.forced, eq. (1)).
 
 Linear response of the hard coordinate (``pathwise``, null case).  A small hard overlap M(t) enters the
 sample side as g M(t); the kernels are even in M, so to first order u^t moves by
