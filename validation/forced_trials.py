@@ -76,10 +76,14 @@ def figure(path: Path, problem: Problem, rows, gd_reports=(), planted=None) -> N
     sim = sorted((d, v, e) for rep in gd_reports for d, (v, e) in gd_crossings(Path(rep)).items())
     forced = crossings(rows)
     pred = []
-    if planted is not None:
-        pts = points_of(records.read(Path(planted)))
-        dims = sorted({d for d, _, _ in sim} | {d for d, _, _ in forced})
-        pred = [(c.d, c.value, c.low, c.high) for c in (crossing(pts, d) for d in dims) if c.found]
+    if planted is not None:   # planted_threshold records (one delta a line), or a FiniteDPrediction's JSON
+        rows_p = records.read(Path(planted))
+        if len(rows_p) == 1 and "crossings" in rows_p[0]:
+            pred = [(c["d"], c["value"], c["low"], c["high"]) for c in rows_p[0]["crossings"] if c["found"]]
+        else:
+            pts = points_of(rows_p)
+            dims = sorted({d for d, _, _ in sim} | {d for d, _, _ in forced})
+            pred = [(c.d, c.value, c.low, c.high) for c in (crossing(pts, d) for d in dims) if c.found]
     finite_d_figure(path, pred, sim, forced=forced, title=f"{problem.activation} / {problem.link}, eta "
                     f"{problem.eta:g}, m = 1, horizon {problem.steps} steps")
 
