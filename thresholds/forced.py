@@ -225,7 +225,10 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
                     log(f"d = {d}, delta = {delta:g}: {wins}/{trials} escape")
             return rate.get(k)
 
-        measure(0)
+        if measure(0) is None:   # a previous d's crossing as the start, outside the search range
+            crossings.append(FiniteDCrossing(d, math.nan, math.nan, math.nan, False,
+                                             f"start {grid_delta(anchor, factor, 0):g} outside the search range"))
+            continue
         step = 1 if rate[0] <= trials / 2 else -1
         k = 0
         while True:   # toward 1/2 until a rate lies strictly on the other side of it
