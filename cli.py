@@ -1121,7 +1121,9 @@ def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, sourc
 
 def _print_finite_d(finite):
     from rich.markup import escape
-    forced = hasattr(finite, "trials")
+
+    from thresholds.forced import ForcedPrediction
+    forced = isinstance(finite, ForcedPrediction)
     t = Table(title=f"finite d: delta at which GD succeeds by step {finite.problem.steps} with probability 1/2 "
                     + ("(thresholds.forced; range: -+ 1 s.e.)" if forced else "(thresholds.planted)"))
     t.add_column("d")
