@@ -7,6 +7,10 @@ horizon of validation/reports/planted, 40 trials per delta, first d = 400 alone 
 d = 800 on the same cache (a further d needs trials of its own: the initial overlap and the forcing scale with
 d, so no trial is shared between two d).
 
+Measured (validation/reports/planted section 6c, one core, a test run on the other): 1023 s for d = 400 from an
+empty cache (4 deltas x 40 trials; 5.34 [5.18, 5.49] against GD 5.40 +- 0.10), 983 s more for d = 800 (5.63
+[5.50, 5.76] against 5.63 +- 0.10): the goals are missed by about 6x and 50x.
+
 Run:  python -m pytest validation/bench_forced.py --benchmark-only -p no:cacheprovider -s
 """
 
