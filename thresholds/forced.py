@@ -149,7 +149,7 @@ def points(trials) -> list[ForcedPoint]:
 
 SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps, m = 1: gelu / "
          "phase retrieval (eta 0.1, d = 200-1600), quad / phase retrieval (eta 0.05, d = 400-3200) and quad / |z| "
-         "(d = 400, 800); every crossing within 1.5 s.e. but all 0.02-0.48 below GD's, a systematic offset of about 0.3 "
+         "(d = 200-800); every crossing within 1.5 s.e. but all 0.02-0.48 below GD's, a systematic offset of about 0.3 "
          "(validation/reports/planted section 6); other setups unchecked.")
 
 
