@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from thresholds.errors import ThresholdsError
-from thresholds.forced import SOURCE_TOL, paths_for, points, run_trial
+from thresholds.forced import SOURCE_TOL, ForcedPoint, paths_for, points, run_trial
 from thresholds.problem import Problem
 from validation import records
 from validation.planted_threshold import gd_crossings, gd_rates
@@ -99,11 +99,9 @@ def summarize(rows, gd_reports=()) -> list[str]:
     for p in pts:
         cell, z = "-", ""
         if (p.d, p.delta) in gd:
-            k, n = gd[(p.d, p.delta)]
-            q = k / n
-            se = math.sqrt(max(q * (1 - q), 0.25 / n) / n)
-            cell = f"{k}/{n} = {q:.2f}"
-            z = f"{(p.rate - q) / math.hypot(p.se, se):+.1f}"
+            sim = ForcedPoint(p.delta, p.d, *gd[(p.d, p.delta)])   # GD's rate with the same binomial s.e.
+            cell = f"{sim.successes}/{sim.trials} = {sim.rate:.2f}"
+            z = f"{(p.rate - sim.rate) / math.hypot(p.se, sim.se):+.1f}"
         lines.append(f"| {p.d} | {p.delta:g} | {p.successes}/{p.trials} = {p.rate:.2f} +- {p.se:.2f} | {cell} | {z} |")
     lines += ["", "| d | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|"]
     fitted = {d: (c, se) for d, c, se in crossings(rows)}

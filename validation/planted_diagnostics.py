@@ -34,6 +34,7 @@ import numpy as np
 from thresholds.planted import hard_fraction, spread
 from thresholds.problem import Problem
 from validation import records
+from validation.early_growth_check import auc
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted" / "diagnostics"
 STEPS = (50, 100, 200, 300, 400, 500, 600)
@@ -114,16 +115,6 @@ def growth_runs(path, activation, link, eta, delta, d, steps, trials, first_seed
         if rec is not None:
             print(f"d {d} delta {delta:g} seed {seed}: Lambda(T) {rec['lam'][-1]:.2f} success {rec['success']} "
                   f"({rec['seconds']:.0f} s)", flush=True)
-
-
-def auc(score, outcome) -> float:
-    """Area under the ROC curve of ``score`` for the boolean ``outcome`` (ties count one half; nan when the
-    outcome does not vary)."""
-    score, outcome = np.asarray(score, float), np.asarray(outcome, bool)
-    pos, neg = score[outcome], score[~outcome]
-    if not pos.size or not neg.size:
-        return math.nan
-    return float(np.mean([(p > neg).mean() + 0.5 * (p == neg).mean() for p in pos]))
 
 
 def growth_summary(rows, predicted) -> list[str]:
