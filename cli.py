@@ -959,7 +959,7 @@ def _finite_d_options(dims_help: str):
                          show_default=True,
                          help="With --dims: 'auto' is forced at m = 1 and planted at m > 1; 'planted' "
                          "(thresholds.planted / modes: the forcing up to t* = 50, then the "
-                         "unforced d = inf escape from an effective overlap) or 'forced' (thresholds.forced, m = 1: "
+                         "unforced d = inf escape from an effective overlap) or 'forced' (thresholds.forced, any m: "
                          "trials of the d = inf bulk with one data set's initial overlap and hard forcing at every "
                          "step; the success rate per delta, its logistic crossing and standard error; its runs use the "
                          "truncated source basis 1e-3 whatever --finite-source-tol says)."),
@@ -980,8 +980,9 @@ def _finite_refusal(setup, method: str = "planted") -> str:
     from thresholds.modes import any_refusal
     if setup.mean_field:
         return "the finite-d prediction needs a finite width --m"
-    if _finite_method(setup, method) == "forced" and setup.m != 1:
-        return "--finite-method forced is derived for one neuron (m = 1); use planted at m > 1"
+    if _finite_method(setup, method) == "forced":
+        from thresholds.forced import refusal
+        return refusal(setup.problem)
     return any_refusal(setup.problem)
 
 
@@ -1008,7 +1009,7 @@ def _finite_dims(dims, start, search_max):
 @_finite_d_options("Also predict the finite-d threshold at these d: the delta at which GD succeeds by step "
                    "--steps with probability 1/2 (forced DMFT trials, thresholds.forced, at m = 1; the neurons' "
                    "modes of thresholds.modes at m > 1; finite --m only; see --finite-method).")
-@_executor_options("searches of --scan", "one search")
+@_executor_options("searches of --scan and the forced trials of --dims", "one task")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
            finite_source_tol, finite_method, finite_trials, **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
@@ -1053,7 +1054,8 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         return
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
     finite = (_finite_d_prediction(setup, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
-                                   source_tol=finite_source_tol, method=finite_method, trials=finite_trials)
+                                   source_tol=finite_source_tol, method=finite_method, trials=finite_trials,
+                                   workers=_executor(workers, scheduler), scheduler=scheduler)
               if dim_list else None)
     if plot_path:
         from thresholds.plots import t_curve_figure
@@ -1100,18 +1102,24 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
 
 
 def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0, method="auto",
-                         trials=40):
+                         trials=40, workers=0, scheduler=None):
     """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``; ``source_tol``:
     the planted runs' source basis), or with ``method`` 'forced' thresholds.forced.predict (``trials`` per
-    delta, its own source basis), with a log line per DMFT run or per delta."""
+    delta, its own source basis, the trials of a delta spread over ``workers`` Dask processes or the cluster at
+    ``scheduler``; 'auto': one per core), with a log line per DMFT run or per delta."""
     from thresholds.modes import prediction
     if _finite_method(setup, method) == "forced":
         from thresholds.forced import predict
-        with Activity(f"forced DMFT trials at d = {', '.join(map(str, dims))}", disable=quiet) as act:
-            act.begin(f"{trials} trials per delta ({setup.steps} steps each)")
+        from validation.sweep import default_workers, task_map
+        if workers == "auto":
+            workers = default_workers(trials, per_core=1)
+        where = f" on {workers} worker processes" if workers else (" on the Dask cluster" if scheduler else "")
+        with Activity(f"forced DMFT trials at d = {', '.join(map(str, dims))}", disable=quiet) as act, \
+                task_map(workers, scheduler) as map_trials:
+            act.begin(f"{trials} trials per delta ({setup.steps} steps each){where}")
             return predict(setup.problem, dims, trials=trials, start=start, paths=paths,
                            search_min=max(setup.search_min, FINITE_LOW), search_max=setup.search_max,
-                           cache=not no_cache, log=act.line)
+                           cache=not no_cache, log=act.line, map_trials=map_trials)
     with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
         act.begin(f"planted DMFT runs ({setup.steps} steps each) and spreads")
         return prediction(setup.problem, dims, paths=paths, start=start, search_min=max(setup.search_min, FINITE_LOW),
@@ -1154,7 +1162,7 @@ def _print_finite_d(finite):
 @_finite_d_options("Add the finite-d prediction at these d (as `nn --dims`; rows of finite width, one after the "
                    "other) and the crossing at d of a cached `validate` run at the same fixed horizon "
                    "(--t0 steps*eta --c 0).")
-@_executor_options("rows' searches", "one search")
+@_executor_options("rows' searches and the forced trials of --dims", "one task")
 def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start,
               finite_source_tol, finite_method, finite_trials, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
@@ -1192,7 +1200,8 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
         for i, (st, r, _) in enumerate(rows):
             if r is not None and not _finite_refusal(st, finite_method):
                 pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
-                                            source_tol=finite_source_tol, method=finite_method, trials=finite_trials)
+                                            source_tol=finite_source_tol, method=finite_method, trials=finite_trials,
+                                            workers=_executor(workers, scheduler), scheduler=scheduler)
                 sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
                 finite[i] = (pred, sim.get("crossings", {}))
     if as_json:

@@ -58,6 +58,36 @@ def test_forcing_variance_against_quadrature():
     assert lo < own / (ETA**2 * E / N) < hi
 
 
+def _e_g2_psi_pair():
+    """(E[g^2 psi_1^2], E[g^2 psi_1 psi_2]) at m = 2 for tanh, y = |g|, a = 1, b = 0, rho0 = 1: u_1, u_2 iid
+    N(0, 1) independent of g, psi_j = (|g| - (tanh u_1 + tanh u_2) / 2) tanh'(u_j), by a 3-d Gauss-Hermite rule."""
+    x, w = np.polynomial.hermite_e.hermegauss(60)
+    w = w / w.sum()
+    g, u1, u2 = x[:, None, None], x[None, :, None], x[None, None, :]
+    r = np.abs(g) - (np.tanh(u1) + np.tanh(u2)) / 2
+    p1, p2 = r / np.cosh(u1) ** 2, r / np.cosh(u2) ** 2
+    W = w[:, None, None] * w[None, :, None] * w[None, None, :]
+    return float(np.sum(W * g**2 * p1 * p1)), float(np.sum(W * g**2 * p1 * p2))
+
+
+def test_forcing_of_two_neurons_is_one_sample_set():
+    # eq. (1m): at m = 2 the two hard gradients are means over the same n samples, so their first-step forcings
+    # have Var = eta^2 E[g^2 psi_1^2] / n and Cov = eta^2 E[g^2 psi_1 psi_2] / n (here Cov / Var = 0.78); a forcing
+    # drawn per neuron would give Cov = the paths' own part alone (N = 4 n: a quarter), outside the bands below
+    K, N, n = 200, 20_000, 5_000
+    v11, v12 = _e_g2_psi_pair()
+    pairs = []
+    for k in range(K):
+        setup = DMFTSetup("tanh", "Abs(z)", 4.0, ETA, 1, m=2, paths=N, replicas=1, seed=k, planted=(1e-9, 1e-9),
+                          forcing_n=n, forcing_seed=k)
+        pairs.append(solve_dmft(setup, cache=False).hard_signal[0, 1, 0, :])
+    cov = np.cov(np.array(pairs).T) / (ETA**2 / n)
+    var_se = v11 * math.sqrt(2 / K)               # Gaussian: s.e. of a sample variance, and of a covariance
+    cov_se = math.sqrt((v11 * v11 + v12 * v12) / K)
+    assert abs(cov[0, 0] - v11) < 4 * var_se and abs(cov[1, 1] - v11) < 4 * var_se
+    assert abs(cov[0, 1] - v12) < 4 * cov_se and abs(cov[0, 1] - v12 * n / N) > 4 * cov_se
+
+
 def test_cache_key_and_refusals():
     plain = DMFTSetup("quad", "phase_retrieval", 4.0, ETA, 10, planted=0.1)
     assert "forcing_n" not in plain.cache_key() and "forcing_seed" not in plain.cache_key()
@@ -82,8 +112,13 @@ def test_trial_setup():
     assert abs(np.mean(xi)) < 0.1 and abs(np.std(xi) - 1) < 0.05
     with pytest.raises(ThresholdsError, match="at least"):
         trial_setup(problem, 5.0, 400, 0, paths=1000)
-    with pytest.raises(ThresholdsError, match="one neuron"):
-        trial_setup(Problem("quad", "phase_retrieval", m=2), 5.0, 400, 0, paths=4000)
+    # width m: one xi per neuron (eq. (1m)), neuron 1's the m = 1 one; the same forcing seed for all
+    wide = trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 7, paths=4000)
+    assert len(wide.planted) == 3 and wide.planted[0] == pytest.approx(s.planted)
+    assert list(wide.planted) == pytest.approx([v / 20.0 for v in initial_overlap(7, 3)])
+    assert len(set(wide.planted)) == 3 and wide.forcing_seed == 7 and wide.forcing_n == 2000.0
+    with pytest.raises(ThresholdsError, match="sphere"):
+        trial_setup(Problem("quad", "phase_retrieval", sphere=True), 5.0, 400, 0, paths=4000)
     with pytest.raises(ThresholdsError, match="hard and"):
         trial_setup(Problem("quad", "z1**2 + z2**2"), 5.0, 400, 0, paths=4000)
 
@@ -150,7 +185,7 @@ def test_predict_end_to_end_on_a_short_horizon():
 def test_nn_dims_forced_cli(tmp_path):
     """`thresholds nn --dims --finite-method forced` end to end on a 30-step horizon (quad, eta 0.05, small
     path counts): JSON "finite_d" rows with the forced method's record, each found crossing inside its range
-    and its points' rates bracketing 1/2; a one-line refusal at m = 2."""
+    and its points' rates bracketing 1/2; the same at m = 2; a one-line refusal with --sphere."""
     import json
 
     from click.testing import CliRunner
@@ -172,8 +207,17 @@ def test_nn_dims_forced_cli(tmp_path):
         assert row["low"] < row["value"] < row["high"] and min(rates) < 0.5 < max(rates)
     else:
         assert row["note"]
-    bad = CliRunner().invoke(main, ["nn"] + base + ["--m", "2", "--dims", "20", "--finite-method", "forced"], env=env)
-    assert bad.exit_code == 2 and "m = 1" in bad.output and "Traceback" not in bad.output, bad.output
+    # width 2 (eq. (1m)), in this process: its own records, a crossing inside its range or a note
+    res = CliRunner().invoke(main, ["nn"] + base + ["--m", "2", "--dims", "20", "--finite-method", "forced",
+                                                    "--finite-trials", "4", "--finite-paths", "2000",
+                                                    "--finite-start", "6", "--workers", "0", "--json"], env=env)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["finite_d_prediction"]["trials"] == 4 and out["setup"]["m"] == 2
+    (row,) = out["finite_d"]
+    assert (row["low"] < row["value"] < row["high"]) if row["found"] else row["note"]
+    bad = CliRunner().invoke(main, ["nn"] + base + ["--sphere", "--dims", "20", "--finite-method", "forced"], env=env)
+    assert bad.exit_code == 2 and "sphere" in bad.output and "Traceback" not in bad.output, bad.output
 
 
 def test_growth_summary_reads_the_threshold_of_gd_runs():

@@ -23,3 +23,24 @@ def test_two_dask_workers_on_loopback_give_the_in_process_result(tmp_path, monke
     for d in (30, 40):
         assert all(np.allclose(a, b, rtol=1e-12, atol=1e-14, equal_nan=True)
                    for a, b in zip(there.curves[d], here.curves[d]))
+
+
+def test_task_map_spreads_forced_trials_over_two_workers():
+    # validation.sweep.task_map: results in the order of the items, the same on a 2-process LocalCluster as in
+    # this process, one cluster for several calls; thresholds.forced.predict gives the same prediction either way
+    import math
+
+    from test_forced import _logistic_stub
+    from thresholds.forced import predict
+    from thresholds.problem import Problem
+    from validation.sweep import task_map
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600)
+    run, _ = _logistic_stub(lambda d: 6.0 + math.log2(d / 200))
+    here = predict(problem, [200, 400], trials=40, start=8.0, run=run)
+    with task_map(2) as mapper:
+        assert mapper(math.isqrt, [16, 1, 81, 4]) == [4, 1, 9, 2]
+        there = predict(problem, [200, 400], trials=40, start=8.0, run=run, map_trials=mapper)
+    assert [c.value for c in there.crossings] == [c.value for c in here.crossings]
+    assert [(p.d, p.delta, p.successes) for p in there.points] == [(p.d, p.delta, p.successes) for p in here.points]
+    with task_map(0) as mapper:
+        assert mapper(math.isqrt, [9, 4]) == [3, 2]

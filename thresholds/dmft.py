@@ -123,6 +123,8 @@ that the two together have Cov = (1/n) sum_p omega_p g_p^2 psi_p^t psi_p^s = E[g
 (it needs n omega_p <= 1: at least n paths of equal weight).  Started from M_H(0) = rho0 xi / sqrt(d)
 (xi ~ N(0, 1), GD's random initial overlap), a run is the d = inf bulk with the hard coordinate of one finite-d
 data set: its initial overlap and its forcing at every step (thresholds.forced, eq. (1)).
+``population_risk`` False skips the test loss of runs with signal rows (a quarter of a planted run's time at
+20k paths; NaN in its place); its generator is still drawn, so every other output is unchanged.
 
 Linear response of the hard coordinate (``pathwise``, null case).  A small hard overlap M(t) enters the
 sample side as g M(t); the kernels are even in M, so to first order u^t moves by
@@ -195,6 +197,7 @@ class DMFTSetup:
     source_tol: float = 0.0  # ``sources``: relative innovation variance below which no source opens (eq. (6b))
     forcing_n: float = 0.0  # planted runs: add the hard forcing of n samples (eq. (7b)); 0: none
     forcing_seed: int = 0  # the draw of the forcing weights w_p of eq. (7b)
+    population_risk: bool = True  # runs with signal rows: False skips the test loss (NaN; same paths and outputs)
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -215,6 +218,8 @@ class DMFTSetup:
             del key["source_tol"]
         if not self.forcing_n:
             del key["forcing_n"], key["forcing_seed"]
+        if self.population_risk:
+            del key["population_risk"]
         return key
 
     def validate(self):
@@ -251,6 +256,8 @@ class DMFTSetup:
             raise ThresholdsError(f"forcing_n must be a sample count >= 0, got {self.forcing_n!r}")
         if not (isinstance(self.forcing_seed, int) and self.forcing_seed >= 0):
             raise ThresholdsError(f"forcing_seed must be an integer >= 0, got {self.forcing_seed!r}")
+        if not isinstance(self.population_risk, bool):
+            raise ThresholdsError(f"population_risk must be True or False, got {self.population_risk!r}")
         if self.forcing_n and not self.planted:
             raise UnsupportedError("the finite-n hard forcing (eq. (7b)) acts on a planted run's hard overlap")
         if self.m > 1 and self.response != "sources":
@@ -597,8 +604,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     rE = split.easy.shape[0]
     Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the signal directions
     hard_rows = slice(rE - split.hard.shape[0], rE)  # with ``planted``: the last r_H rows (_link_split)
-    test = np.zeros(T + 1) if rE else None
-    if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator)
+    test = (np.zeros(T + 1) if setup.population_risk else np.full(T + 1, np.nan)) if rE else None
+    if rE:  # population risk by fresh Gaussian draws of the orthogonal part (own generator, drawn either way)
         test_rng = np.random.default_rng(rng.integers(2**63))
         sig = act.numpy(0)
     zeta = _forcing_weights(setup, rng, omega) if setup.forcing_n else None
@@ -636,7 +643,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
         kernel(u, y, a_j, b_j, psi, loss)
         train[t] = float(omega @ loss)
-        if rE:
+        if rE and setup.population_risk:
             test[t] = _test_loss_signal(sig, a_j, b_j, gE @ Msig[t], y, omega, C[t, t], Ey2, test_rng)
         if progress is not None:
             progress(t)
@@ -840,9 +847,9 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
         ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o.A) / setup.m for o in outs])
         sig = act.numpy(0)
-        test = np.array([[_test_loss_m(sig, per_neuron(setup.a, setup.m), per_neuron(setup.b, setup.m), o.C[t, t],
-                                       Ey, Ey2) for t in range(setup.steps + 1)]
-                         for o in outs])
+        a_j, b_j = per_neuron(setup.a, setup.m), per_neuron(setup.b, setup.m)
+        test = None if rE else np.array([[_test_loss_m(sig, a_j, b_j, o.C[t, t], Ey, Ey2)
+                                          for t in range(setup.steps + 1)] for o in outs])
     signal = np.array([o.signal for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
     easy = np.sum(signal**2, axis=2).mean(axis=2)  # (1/m) sum_j |M_j|^2 per replica and step
     if rE:  # ||theta_j||^2 = C_perp + |M_j|^2; population risk from the replica's own paths
@@ -871,7 +878,8 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs) -> list:
                   "C is the covariance of the parts orthogonal to the latent subspace, "
                   "||theta||^2 = C(t,t) + |M(t)|^2",
                   f"test loss: population risk over the replica's (g, y) paths with {TEST_DRAWS} fresh "
-                  "draws of the orthogonal part per path"]
+                  "draws of the orthogonal part per path" if setup.population_risk
+                  else "test loss: not computed (population_risk False), NaN"]
     else:
         notes.append("test loss: population risk with w ~ N(0, " + ("||theta||^2" if setup.m == 1 else "C(t,t)")
                      + f") independent of y (null case); E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}")

@@ -1,4 +1,4 @@
-"""Finite-d success of GD from the d = inf bulk and a finite-d hard coordinate: forced DMFT trials (m = 1).
+"""Finite-d success of GD from the d = inf bulk and a finite-d hard coordinate: forced DMFT trials.
 
 thresholds.planted predicts P(success) from two d = inf numbers: the spread s of the effective initial
 overlap after the forced first steps (t* = 50), and the critical planted overlap q_c from which the
@@ -24,8 +24,22 @@ its hard fraction exceeds 1/2 at the horizon T, the success rule of ``thresholds
 
 estimated by the fraction of K independent trials (xi, forcing weights and paths drawn anew per trial; trial
 k uses path seed k, forcing seed k and the k-th xi, the same k at every (delta, d): common random numbers
-across the grid), with its binomial standard error.  The crossing delta_1/2(d) is the logistic fit of
-validation.threshold, as for GD.  Nothing is fitted to GD: the inputs are the setup and d.
+across the grid; neuron 1 has the same xi at every m), with its binomial standard error.  The crossing
+delta_1/2(d) is the logistic fit of thresholds.crossing, as for GD.  Nothing is fitted to GD: the inputs are
+the setup and d.
+
+Width m > 1.  GD draws theta_j^0 with iid N(0, rho0^2 / d) entries, so the m hard overlaps start independent,
+and one sample set forces all of them: the hard gradient of neuron j is (1/n) sum_i g_i psi_ij^t, whose
+fluctuations are correlated across neurons through the common samples.  The trial is the planted DMFT of
+width m (every neuron's hard overlap a signal coordinate, thresholds.dmft eq. (7)) with
+
+    M_H,j(0) = rho0 xi_j / sqrt(d),   xi_j iid N(0, 1),   Cov(f_t^j, f_s^k) = E[g^2 psi_j^t psi_k^s] / n,   (1m)
+
+the second from eq. (7b) with one weight per path shared by the m neurons; the hard fraction is
+(1/m) sum_j |M_H,j|^2 / ((1/m) sum_j ||theta_j||^2), the fraction of ||Theta||_F^2 in the hard subspace that
+``thresholds validate`` tests.  The mode structure that thresholds.modes builds by hand (symmetric and
+antisymmetric growth, critical amplitudes per angle) is inside the run.  What the d = inf bulk drops at m > 1
+besides the m = 1 approximations below: the O(d^{-1/2}) initial overlaps theta_j^T theta_k between neurons.
 
 Approximations: the bulk is the d = inf DMFT (its O(d^{-1/2}) fluctuations are dropped, only the hard
 coordinate is finite-d); the forcing is Gaussian with the covariance of eq. (1) (a sum of n independent
@@ -43,7 +57,7 @@ import numpy as np
 
 from .dmft import DMFTSetup, solve_dmft
 from .errors import ThresholdsError
-from .planted import refusal
+from .planted import latent_refusal
 from .problem import Problem
 
 PATHS = 20_000      # paths per trial (at least n = delta d, dmft eq. (7b))
@@ -60,7 +74,7 @@ class ForcedTrial:
     d: int
     trial: int
     steps: int
-    xi: float
+    xi: object          # a float at m = 1, a list of m floats otherwise (eq. (1m))
     hard_fraction: list
     every: int
     paths: int
@@ -80,9 +94,20 @@ class ForcedTrial:
                 "source_tol": self.source_tol, "success": self.success}
 
 
-def initial_overlap(trial: int) -> float:
-    """xi_k of eq. (1): the k-th draw of N(0, 1) from its own stream (the same at every delta and d)."""
-    return float(np.random.default_rng([XI_SEED, int(trial)]).standard_normal())
+def refusal(problem: Problem) -> str:
+    """Why forced trials do not cover ``problem`` ('' when they do): plain GD (no --sphere) and a link with one
+    hard direction; any width m."""
+    if problem.sphere:
+        return "forced DMFT trials are derived for plain GD (no --sphere)"
+    return latent_refusal(problem)
+
+
+def initial_overlap(trial: int, m: int = 1):
+    """xi_k of eq. (1): the k-th draw from its own stream (the same at every delta and d), one N(0, 1) number
+    per neuron (eq. (1m)); a float at m = 1, a list of m floats otherwise.  Neuron 1 of trial k has the same xi
+    at every m (one stream, read in order)."""
+    xi = np.random.default_rng([XI_SEED, int(trial)]).standard_normal(int(m))
+    return float(xi[0]) if m == 1 else [float(v) for v in xi]
 
 
 def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
@@ -99,9 +124,12 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     if paths < n:
         raise ThresholdsError(f"a forced trial at n = delta d = {n:g} samples needs at least that many paths, "
                               f"got {paths}")
-    q0 = problem.rho0 * initial_overlap(trial) / math.sqrt(d)
+    xi = np.atleast_1d(initial_overlap(trial, problem.m))
+    q0 = problem.rho0 * xi / math.sqrt(d)    # eq. (1m): one overlap per neuron
+    q0 = float(q0[0]) if problem.m == 1 else tuple(float(v) for v in q0)
     return DMFTSetup.from_problem(problem, delta, paths=int(paths), replicas=1, seed=int(trial), planted=q0,
-                                  source_tol=source_tol, forcing_n=n, forcing_seed=int(trial))
+                                  source_tol=source_tol, forcing_n=n, forcing_seed=int(trial),
+                                  population_risk=False)
 
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
@@ -113,7 +141,7 @@ def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int 
     keep = list(range(0, setup.steps + 1, every))
     if keep[-1] != setup.steps:
         keep.append(setup.steps)
-    return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial),
+    return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m),
                        [float(frac[t]) for t in keep], int(every), int(paths), float(source_tol))
 
 
@@ -186,14 +214,24 @@ def paths_for(delta: float, d: int, paths: int = None) -> int:
     return int(paths) if paths is not None else max(PATHS, int(math.ceil(delta * d)))
 
 
+def trial_success(problem: Problem, source_tol: float, cache: bool, job) -> bool:
+    """Whether trial ``job`` = (delta, d, k, paths) escapes (a module-level function, so that a process pool or
+    a Dask cluster can run it)."""
+    delta, d, k, n_paths = job
+    return run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, cache=cache).success
+
+
 def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = SOURCE_TOL,
-            cache: bool = True, log=None, run=None) -> ForcedPrediction:
+            cache: bool = True, log=None, run=None, map_trials=None) -> ForcedPrediction:
     """delta_1/2(d) of eq. (2) for each d.  On the grid start * factor^k, P is estimated from ``trials`` trials
     at start, then one delta at a time toward 1/2 until the rates bracket it, and one more beyond each end of
     the bracket (the logistic fit then rests on at least four deltas).  Each d starts from the crossing of the
     previous one (the crossing rises with d).  A d whose rates do not reach 1/2 inside [search_min,
-    search_max] gets a crossing that is not found, with a note.  ``run`` replaces :func:`run_trial` (tests)."""
+    search_max] gets a crossing that is not found, with a note.  ``run(delta, d, k, paths) -> bool`` replaces
+    :func:`trial_success` (tests).  ``map_trials(fn, jobs) -> list`` runs the trials of one delta (in order of
+    ``jobs``); default: one after the other here (validation.sweep.task_map spreads them over processes).
+    The trials are independent and cached one by one, so the result does not depend on where they run."""
     import time
 
     from .crossing import logistic_crossing
@@ -207,8 +245,9 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
     if not (factor > 1 and search_min < start < search_max):
         raise ThresholdsError(f"the grid needs factor > 1 and search_min < start < search_max, got factor {factor}, "
                               f"start {start}, range ({search_min}, {search_max})")
-    run = run or (lambda delta, d, k, n_paths: run_trial(problem, delta, d, k, paths=n_paths,
-                                                         source_tol=source_tol, cache=cache).success)
+    from functools import partial
+    one = partial(trial_success, problem, source_tol, cache) if run is None else (lambda job: run(*job))
+    map_trials = map_trials or (lambda fn, jobs: [fn(job) for job in jobs])
     t0 = time.time()
     points_all, crossings = [], []
     anchor = float(start)
@@ -219,7 +258,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
             delta = grid_delta(anchor, factor, k)
             if k not in rate and search_min <= delta <= search_max:
                 n_paths = paths_for(delta, d, paths)
-                wins = sum(bool(run(delta, d, j, n_paths)) for j in range(trials))
+                wins = sum(bool(w) for w in map_trials(one, [(delta, d, j, n_paths) for j in range(trials)]))
                 rate[k] = wins
                 if log:
                     log(f"d = {d}, delta = {delta:g}: {wins}/{trials} escape")

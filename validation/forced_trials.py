@@ -32,7 +32,9 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
     ``Abs(z)``, gives ``Absz``)."""
     import re
     clean = lambda text: re.sub(r"[^A-Za-z0-9_.+-]", "", text)  # noqa: E731
-    return out / f"{clean(problem.activation)}_{clean(problem.link)}_eta{problem.eta:g}_T{problem.steps}.jsonl"
+    width = f"_m{problem.m}" if problem.m != 1 else ""
+    return out / (f"{clean(problem.activation)}_{clean(problem.link)}_eta{problem.eta:g}{width}"
+                  f"_T{problem.steps}.jsonl")
 
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
@@ -51,7 +53,8 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                 start = time.time()
                 tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol)
                 records.append(path, tr.to_json())
-                log(f"d {d} delta {delta:g} trial {k}: xi {tr.xi:+.2f} hard fraction {tr.final:.3f} "
+                xi = " ".join(f"{v:+.2f}" for v in (tr.xi if isinstance(tr.xi, list) else [tr.xi]))
+                log(f"d {d} delta {delta:g} trial {k}: xi {xi} hard fraction {tr.final:.3f} "
                     f"({time.time() - start:.0f} s)")
 
 
@@ -124,6 +127,7 @@ def main(argv=None):
     ap.add_argument("-l", "--link", default="phase_retrieval")
     ap.add_argument("--eta", type=float, default=0.1)
     ap.add_argument("--steps", type=int, default=600)
+    ap.add_argument("--m", type=int, default=1, help="width (thresholds.forced eq. (1m))")
     ap.add_argument("--dims", default="400", help="comma-separated dimensions")
     ap.add_argument("--delta", default="10,12", help="comma-separated sample ratios")
     ap.add_argument("--trials", type=int, default=40)
@@ -136,7 +140,7 @@ def main(argv=None):
     ap.add_argument("--plot", type=Path, help="with --summary: the crossings against d as a PNG")
     ap.add_argument("--planted", type=Path, help="with --plot: a planted_threshold records file to draw too")
     args = ap.parse_args(argv)
-    problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps)
+    problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
     path = records_path(problem, args.out)
     if args.summary:
         rows = records.read(path)

@@ -17,6 +17,7 @@ validation.simulate.ROW_BLOCKS), so the sweep gives the same result whatever the
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -63,23 +64,52 @@ def execute(task, specs, *, workers: int = 0, scheduler: str | None = None, on_r
             if should_stop is not None and should_stop():
                 raise KeyboardInterrupt
         return
-    from distributed import Client, LocalCluster, as_completed
+    from distributed import as_completed
+    with _client(workers, scheduler) as client:
+        futures = {client.submit(task, spec, pure=False): spec for spec in specs}
+        try:
+            for future in as_completed(futures):
+                on_result(futures[future], future.result())
+                if should_stop is not None and should_stop():
+                    raise KeyboardInterrupt
+        finally:
+            for future in futures:
+                future.cancel()
+
+
+@contextmanager
+def _client(workers: int, scheduler: str | None):
+    """A Dask client on ``scheduler``, or on a LocalCluster of ``workers`` one-thread processes, closed on exit."""
+    import logging
+
+    from distributed import Client, LocalCluster
     cluster = None
     if scheduler is None:
-        import logging
         cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None,
                                host="127.0.0.1", silence_logs=logging.ERROR,
                                env={"NUMBA_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"})
     client = Client(scheduler if scheduler is not None else cluster)
-    futures = {client.submit(task, spec, pure=False): spec for spec in specs}
     try:
-        for future in as_completed(futures):
-            on_result(futures[future], future.result())
-            if should_stop is not None and should_stop():
-                raise KeyboardInterrupt
+        yield client
     finally:
-        for future in futures:
-            future.cancel()
         client.close()
         if cluster is not None:
             cluster.close()
+
+
+@contextmanager
+def task_map(workers: int = 0, scheduler: str | None = None):
+    """A ``map(fn, items) -> list`` (results in the order of ``items``) for the with-block: in this process
+    (``workers = 0`` and no scheduler), or on one Dask cluster kept open across calls (worker processes start
+    and compile once).  ``fn`` must be picklable with Dask."""
+    if scheduler is None and workers == 0:
+        yield lambda fn, items: [fn(item) for item in items]
+        return
+    with _client(workers, scheduler) as client:
+        def run(fn, items):
+            futures = client.map(fn, list(items), pure=False)
+            try:
+                return client.gather(futures)
+            finally:
+                client.cancel(futures)
+        yield run
