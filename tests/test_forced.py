@@ -9,7 +9,7 @@ import pytest
 
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.errors import ThresholdsError, UnsupportedError
-from thresholds.forced import initial_overlap, points, trial_setup
+from thresholds.forced import initial_gram, initial_overlap, points, trial_setup
 from thresholds.problem import Problem
 
 ETA = 0.1
@@ -121,6 +121,29 @@ def test_trial_setup():
         trial_setup(Problem("quad", "phase_retrieval", sphere=True), 5.0, 400, 0, paths=4000)
     with pytest.raises(ThresholdsError, match="hard and"):
         trial_setup(Problem("quad", "z1**2 + z2**2"), 5.0, 400, 0, paths=4000)
+
+
+def test_initial_gram_of_the_bulk():
+    # eq. (3): W / d with W ~ Wishart(d - 1, I_m): mean (d - 1) / d on the diagonal, off-diagonal variance
+    # (d - 1) / d^2; the same draw for the same trial, and the DMFT starts from it (dmft eq. (7c)): C(0) = G
+    m, d, K = 3, 50, 2000
+    grams = np.array([np.reshape(initial_gram(k, m, d), (m, m)) for k in range(K)])
+    assert np.allclose(grams.mean(axis=0), np.eye(m) * (d - 1) / d, atol=5 * math.sqrt(2 / d / K))
+    assert np.var(grams[:, 0, 1]) == pytest.approx((d - 1) / d**2, rel=0.15)
+    assert initial_gram(4, m, d) == initial_gram(4, m, d) and initial_gram(4, m, d) != initial_gram(5, m, d)
+    g = initial_gram(4, 2, 200)
+    setup = DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, 3, m=2, paths=2000, replicas=1, planted=(0.0, 0.1),
+                      source_tol=1e-3, initial_gram=g)
+    res = solve_dmft(setup, cache=False)
+    assert res.norm2[0] == pytest.approx((g[0] + g[3] + 0.01) / 2, rel=1e-12)
+    assert res.overlap_init[0] == pytest.approx((g[0] + g[3]) / 2, rel=1e-12)   # <theta^0, theta^0> off the hard part
+    assert "initial_gram" in setup.cache_key() and "initial_gram" not in DMFTSetup("quad", "phase_retrieval",
+                                                                                    3.0, 0.05, 3).cache_key()
+    assert trial_setup(Problem("quad", "phase_retrieval", m=2), 3.0, 200, 4, paths=4000, gram=True).initial_gram == g
+    with pytest.raises(ThresholdsError, match="positive definite"):
+        DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, 3, m=2, initial_gram=(1.0, 2.0, 2.0, 1.0)).validate()
+    with pytest.raises(ThresholdsError, match="m\\^2 = 4"):
+        DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, 3, m=2, initial_gram=(1.0, 0.0, 0.0)).validate()
 
 
 def test_points_count_successes_per_point():

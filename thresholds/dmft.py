@@ -123,6 +123,11 @@ that the two together have Cov = (1/n) sum_p omega_p g_p^2 psi_p^t psi_p^s = E[g
 (it needs n omega_p <= 1: at least n paths of equal weight).  Started from M_H(0) = rho0 xi / sqrt(d)
 (xi ~ N(0, 1), GD's random initial overlap), a run is the d = inf bulk with the hard coordinate of one finite-d
 data set: its initial overlap and its forcing at every step (thresholds.forced, eq. (1)).
+Finite-d initial Gram (``initial_gram`` = G, ``sources`` only).  At d = inf the neurons start orthonormal
+(theta_j^0 . theta_k^0 = rho0^2 delta_jk); at finite d their Gram is rho0^2 W / d, W ~ Wishart(d, I_m), whose
+norms and overlaps fluctuate by O(d^{-1/2}), the order of the hard overlaps.  A run from a given G starts from
+    A(0) = chol(G),   so that   Cov(w_j^0, w_k^0) = rho0^2 G_jk                                         (7c)
+(the rest of the recursion is unchanged: A(0) enters C, the memory and the responses as any A(t)).
 ``population_risk`` False skips the test loss of runs with signal rows (a quarter of a planted run's time at
 20k paths; NaN in its place); its generator is still drawn, so every other output is unchanged.
 
@@ -198,6 +203,7 @@ class DMFTSetup:
     forcing_n: float = 0.0  # planted runs: add the hard forcing of n samples (eq. (7b)); 0: none
     forcing_seed: int = 0  # the draw of the forcing weights w_p of eq. (7b)
     population_risk: bool = True  # runs with signal rows: False skips the test loss (NaN; same paths and outputs)
+    initial_gram: tuple = ()  # ``sources``: the m x m Gram of theta_perp^0 / rho0 (row-major); (): the identity
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -220,6 +226,8 @@ class DMFTSetup:
             del key["forcing_n"], key["forcing_seed"]
         if self.population_risk:
             del key["population_risk"]
+        if not self.initial_gram:
+            del key["initial_gram"]
         return key
 
     def validate(self):
@@ -258,6 +266,15 @@ class DMFTSetup:
             raise ThresholdsError(f"forcing_seed must be an integer >= 0, got {self.forcing_seed!r}")
         if not isinstance(self.population_risk, bool):
             raise ThresholdsError(f"population_risk must be True or False, got {self.population_risk!r}")
+        if self.initial_gram:
+            gram = np.asarray(self.initial_gram, dtype=float)
+            if not (gram.size == self.m * self.m and np.all(np.isfinite(gram))):
+                raise ThresholdsError(f"initial_gram needs m^2 = {self.m * self.m} finite numbers")
+            gram = gram.reshape(self.m, self.m)
+            if not (np.allclose(gram, gram.T) and np.linalg.eigvalsh(gram)[0] > 0):
+                raise ThresholdsError("initial_gram must be symmetric positive definite")
+            if self.response != "sources":
+                raise UnsupportedError("an initial Gram matrix is solved by the 'sources' back-end")
         if self.forcing_n and not self.planted:
             raise UnsupportedError("the finite-n hard forcing (eq. (7b)) acts on a planted run's hard overlap")
         if self.m > 1 and self.response != "sources":
@@ -614,7 +631,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     # row J of PsitT the whitened psi path J, so that X[:P] is one contiguous block (the memory-bound products).
     epsT = rng.standard_normal((T * M, n))
     A = np.zeros((T + 1, M, M))
-    A[0] = np.eye(M)
+    A[0] = (np.linalg.cholesky(np.reshape(setup.initial_gram, (M, M))) if setup.initial_gram  # eq. (7c)
+            else np.eye(M))
     C = np.zeros((T + 1, T + 1, M, M))
     Cpsi = np.zeros((T + 1, T + 1, M, M))
     Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
@@ -840,12 +858,12 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
     train = np.array([o.train for o in outs])
     if setup.m == 1:
         norm2 = np.array([np.diag(o.C) for o in outs])
-        ov = np.array([setup.rho0**2 * o.A for o in outs])
+        ov = np.array([setup.rho0**2 * o.A * o.A[0] for o in outs])   # <theta^t, theta^0>, A(0) of eq. (7c)
         test = np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row] for row in norm2])
     else:  # per-neuron means of ||theta_j||^2 and <theta_j^t, theta_j^0>
         diag = [np.einsum("ttjj->tj", o.C) for o in outs]
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
-        ov = np.array([setup.rho0**2 * np.einsum("tjj->t", o.A) / setup.m for o in outs])
+        ov = np.array([setup.rho0**2 * np.einsum("tjk,jk->t", o.A, o.A[0]) / setup.m for o in outs])
         sig = act.numpy(0)
         a_j, b_j = per_neuron(setup.a, setup.m), per_neuron(setup.b, setup.m)
         test = None if rE else np.array([[_test_loss_m(sig, a_j, b_j, o.C[t, t], Ey, Ey2)

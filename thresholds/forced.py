@@ -41,6 +41,14 @@ the second from eq. (7b) with one weight per path shared by the m neurons; the h
 antisymmetric growth, critical amplitudes per angle) is inside the run.  What the d = inf bulk drops at m > 1
 besides the m = 1 approximations below: the O(d^{-1/2}) initial overlaps theta_j^T theta_k between neurons.
 
+The bulk's own finite-d start (``gram``).  GD's neurons start with the Gram theta_j^0 . theta_k^0 = rho0^2 W_jk / d,
+W ~ Wishart(d, I_m): norms and mutual overlaps off their d = inf values by O(d^{-1/2}), the order of the hard
+overlaps.  With ``gram`` a trial's bulk starts from it (thresholds.dmft eq. (7c)),
+
+    A(0) = chol(W / d),   W = Z^T Z,   Z ~ N(0, 1)^{(d-1) x m}   (the parts orthogonal to the hard direction)   (3)
+
+drawn per trial from its own stream; the default (identity) is the d = inf start.
+
 Approximations: the bulk is the d = inf DMFT (its O(d^{-1/2}) fluctuations are dropped, only the hard
 coordinate is finite-d); the forcing is Gaussian with the covariance of eq. (1) (a sum of n independent
 terms); the DMFT is the truncated source basis (thresholds.dmft eq. (6b)) on N >= n paths, with its Monte
@@ -79,6 +87,7 @@ class ForcedTrial:
     every: int
     paths: int
     source_tol: float
+    gram: bool = False  # the bulk started from the finite-d Gram of the neurons (eq. (3))
 
     @property
     def final(self) -> float:
@@ -91,7 +100,7 @@ class ForcedTrial:
     def to_json(self) -> dict:
         return {"delta": self.delta, "d": self.d, "trial": self.trial, "steps": self.steps, "xi": self.xi,
                 "hard_fraction": self.hard_fraction, "every": self.every, "paths": self.paths,
-                "source_tol": self.source_tol, "success": self.success}
+                "source_tol": self.source_tol, "success": self.success, **({"gram": True} if self.gram else {})}
 
 
 def refusal(problem: Problem) -> str:
@@ -110,9 +119,17 @@ def initial_overlap(trial: int, m: int = 1):
     return float(xi[0]) if m == 1 else [float(v) for v in xi]
 
 
+def initial_gram(trial: int, m: int, d: int) -> tuple:
+    """The Gram matrix W / d of the neurons' parts orthogonal to the hard direction, W ~ Wishart(d - 1, I_m)
+    (GD's theta_j^0 / rho0 have iid N(0, 1/d) entries), from the stream of trial ``trial`` (eq. (3))."""
+    z = np.random.default_rng([XI_SEED, int(trial), 1]).standard_normal((int(d) - 1, int(m)))
+    return tuple(float(v) for v in (z.T @ z / d).ravel())
+
+
 def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
-                source_tol: float = SOURCE_TOL) -> DMFTSetup:
-    """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``."""
+                source_tol: float = SOURCE_TOL, gram: bool = False) -> DMFTSetup:
+    """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``; with
+    ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3))."""
     why = refusal(problem)
     if why:
         raise ThresholdsError(why)
@@ -129,20 +146,21 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     q0 = float(q0[0]) if problem.m == 1 else tuple(float(v) for v in q0)
     return DMFTSetup.from_problem(problem, delta, paths=int(paths), replicas=1, seed=int(trial), planted=q0,
                                   source_tol=source_tol, forcing_n=n, forcing_seed=int(trial),
-                                  population_risk=False)
+                                  population_risk=False,
+                                  initial_gram=initial_gram(trial, problem.m, d) if gram else ())
 
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
-              source_tol: float = SOURCE_TOL, every: int = 25, cache: bool = True) -> ForcedTrial:
+              source_tol: float = SOURCE_TOL, every: int = 25, cache: bool = True, gram: bool = False) -> ForcedTrial:
     """Eq. (1) for one trial; the DMFT run is cached on disk unless ``cache`` is False."""
-    setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol)
+    setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram)
     res = solve_dmft(setup, cache=cache)
     frac = np.asarray(res.hard_fraction, float)
     keep = list(range(0, setup.steps + 1, every))
     if keep[-1] != setup.steps:
         keep.append(setup.steps)
     return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m),
-                       [float(frac[t]) for t in keep], int(every), int(paths), float(source_tol))
+                       [float(frac[t]) for t in keep], int(every), int(paths), float(source_tol), bool(gram))
 
 
 @dataclass

@@ -194,3 +194,25 @@ def widths_figure(path, series, *, title=""):
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))  # beside the axes: many series
     save_figure(plt, fig, path)
+
+
+def crossing_vs_m_figure(path, series, *, title=""):
+    """Crossing delta_1/2 against the width m: ``series`` = [(label, forced, simulated)] with ``forced`` and
+    ``simulated`` = [(m, value, s.e.)] (forced DMFT trials as filled diamonds joined by a line, GD as open
+    squares), one colour per series."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for k, (label, forced, simulated) in enumerate(series):
+        color = f"C{k}"
+        if forced:
+            m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
+            ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")
+        if simulated:
+            m, v, e = (np.array(c, dtype=float) for c in zip(*simulated))
+            ax.errorbar(m, v, yerr=e, fmt="s", color=color, mfc="white", capsize=3, label=f"{label}: GD +- s.e.")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("width m")
+    ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    save_figure(plt, fig, path)

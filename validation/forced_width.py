@@ -1,0 +1,84 @@
+"""Forced DMFT trials (thresholds.forced, eq. (1m)) against GD across widths m, at one d and a 600-step horizon.
+
+The records are those of ``validation.forced_trials`` (one file per setup and width); the GD crossings and
+rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 --c 0`` for eta 0.1, ``--t0 30
+--c 0`` for eta 0.05).  Prints, per (activation, m), the forced and GD crossings at ``--d`` with z = difference
+/ combined s.e., and the per-point rates; ``--plot`` draws the crossing against m for both activations.
+
+    python -m validation.forced_width --d 200 --plot validation/reports/planted/width/forced_vs_m_d200.png
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+
+from thresholds.problem import Problem
+from validation import records
+from validation.forced_trials import OUT, crossings, records_path, summarize
+from validation.planted_threshold import gd_crossings
+
+REPORTS = Path(__file__).resolve().parent / "reports" / "planted"
+
+# (activation, eta, m) -> GD reports at the 600-step horizon (validate runs, 40 trials per point unless the
+# report says otherwise)
+GD = {
+    ("quad", 0.05, 1): ["gd_T600/report.md", "gd_T600_d1600/report.md", "gd_T600_d3200/report.md"],
+    ("quad", 0.05, 2): ["width/gd_quad_m2_T600/report.md", "width/gd_quad_m2_T600_d800_1600/report.md"],
+    ("quad", 0.05, 4): ["width/gd_quad_m4_T600/report.md"],
+    ("gelu", 0.1, 1): ["gd_gelu_T600/report.md", "gd_gelu_T600_d1600/report.md"],
+    ("gelu", 0.1, 2): ["width/gd_gelu_m2_T600/report.md"],
+}
+
+
+def rows_for(activation: str, eta: float, m: int, out: Path = OUT) -> list:
+    """The forced trial records of one setup and width (empty when none were run)."""
+    return records.read(records_path(Problem(activation, "phase_retrieval", eta=eta, steps=600, m=m), out))
+
+
+def table(d: int, out: Path = OUT) -> tuple[list[str], list]:
+    """Markdown lines (crossings per (activation, m) at d) and the figure's series."""
+    lines = ["| activation, eta | m | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|---|"]
+    series = {}
+    for (act, eta, m), reports in GD.items():
+        forced = {dd: (c, se) for dd, c, se in crossings(rows_for(act, eta, m, out))}
+        gd = {}
+        for rep in reports:
+            if (REPORTS / rep).exists():
+                gd.update(gd_crossings(REPORTS / rep))
+        f, g = forced.get(d), gd.get(d)
+        cells = [f"{v:.2f} +- {e:.2f}" if v is not None else "-" for v, e in (f or (None, None), g or (None, None))]
+        z = f"{(f[0] - g[0]) / math.hypot(f[1], g[1]):+.1f}" if f and g else ""
+        lines.append(f"| {act}, {eta:g} | {m} | {cells[0]} | {cells[1]} | {z} |")
+        label = f"{act}, eta {eta:g}"
+        fs, gs = series.setdefault(label, ([], []))
+        if f:
+            fs.append((m, *f))
+        if g:
+            gs.append((m, *g))
+    return lines, [(label, fs, gs) for label, (fs, gs) in series.items()]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--d", type=int, default=200)
+    ap.add_argument("--points", action="store_true", help="also the per-point rates of every width")
+    ap.add_argument("--plot", type=Path, help="the crossing against m as a PNG")
+    args = ap.parse_args(argv)
+    lines, series = table(args.d)
+    print("\n".join(lines))
+    if args.points:
+        for (act, eta, m), reports in GD.items():
+            rows = [r for r in rows_for(act, eta, m) if r["d"] == args.d]
+            if rows:
+                print(f"\n{act}, eta {eta:g}, m = {m}, d = {args.d}:\n")
+                print("\n".join(summarize(rows, [REPORTS / r for r in reports if (REPORTS / r).exists()])))
+    if args.plot:
+        from thresholds.plots import crossing_vs_m_figure
+        crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, horizon 600 steps: forced "
+                             "DMFT trials (thresholds.forced) against GD")
+
+
+if __name__ == "__main__":
+    main()
