@@ -964,7 +964,8 @@ def _finite_d_options(dims_help: str):
                          "step; the success rate per delta, its logistic crossing and standard error; its runs use the "
                          "truncated source basis 1e-3 whatever --finite-source-tol says)."),
             click.option("--finite-trials", default=40, show_default=True, type=click.IntRange(4, 10_000),
-                         help="With --finite-method forced: trials per delta (each one DMFT run, cached)."),
+                         help="With --finite-method forced: trials per delta (each one DMFT run, cached; their "
+                         "initial overlaps stratified over the trials, thresholds.forced eq. (2s))."),
         ]
         return _with_options(func, opts)
     return decorate

@@ -203,6 +203,24 @@ def test_predict_end_to_end_on_a_short_horizon():
     assert [(p.delta, p.successes) for p in first.points] == [(p.delta, p.successes) for p in again.points]
     assert again.seconds < first.seconds
     assert all(p.trials == 4 for p in first.points) and len(first.points) >= 2
+    assert first.strata == 4 and first.to_json()["strata"] == 4   # eq. (2s) over the trials of a delta
+
+
+def test_stratified_initial_overlaps():
+    # eq. (2s): in every block of K trials one |xi|^2 per chi-square stratum ((j + U) / K, j = k mod K), at m = 1
+    # (a sign) and m = 3 (a direction); strata = 0 is the iid stream; the same trial gives the same xi
+    from scipy.stats import chi2
+    K = 40
+    for m in (1, 3):
+        for block in (0, 1):
+            ks = range(block * K, (block + 1) * K)
+            q = [float(np.sum(np.square(initial_overlap(k, m, K)))) for k in ks]
+            assert [int(chi2.cdf(v, m) * K) for v in q] == list(range(K))
+    signs = [initial_overlap(k, 1, K) > 0 for k in range(4 * K)]
+    assert 0.35 < np.mean(signs) < 0.65
+    assert initial_overlap(7, 1, K) == initial_overlap(7, 1, K) != initial_overlap(7, 1, 0) == initial_overlap(7)
+    s = trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30), 5.0, 400, 7, paths=4000, strata=K)
+    assert s.planted == pytest.approx(initial_overlap(7, 1, K) / 20.0) and s.seed == 7 and s.forcing_seed == 7
 
 
 def test_nn_dims_forced_cli(tmp_path):

@@ -28,6 +28,18 @@ across the grid; neuron 1 has the same xi at every m), with its binomial standar
 delta_1/2(d) is the logistic fit of thresholds.crossing, as for GD.  Nothing is fitted to GD: the inputs are
 the setup and d.
 
+Stratified initial overlaps.  Trial k has the same xi at every (delta, d) (common random numbers), so the K
+trials of every point share one sample of K initial overlaps, and the outcome depends strongly on |xi|: a sample
+whose |xi| run large moves every rate of the grid, and the crossing, the same way.  By default (``strata`` = K)
+the overlaps are stratified:
+
+    |xi_k|^2 = F_m^{-1}((k mod K + U_k) / K),   xi_k / |xi_k| uniform on the sphere (a sign at m = 1),   (2s)
+
+F_m the chi-square law of m degrees of freedom and U_k uniform, so that each block of K trials is an exact
+stratified sample of the law of |xi| (the rate stays an unbiased estimate of eq. (2), with no more variance than
+iid draws; the forcing and the paths are iid as before).  ``strata`` = 0 gives iid draws (the stream of the
+records made before eq. (2s)).
+
 Width m > 1.  GD draws theta_j^0 with iid N(0, rho0^2 / d) entries, so the m hard overlaps start independent,
 and one sample set forces all of them: the hard gradient of neuron j is (1/n) sum_i g_i psi_ij^t, whose
 fluctuations are correlated across neurons through the common samples.  The trial is the planted DMFT of
@@ -88,6 +100,7 @@ class ForcedTrial:
     paths: int
     source_tol: float
     gram: bool = False  # the bulk started from the finite-d Gram of the neurons (eq. (3))
+    strata: int = 0     # initial overlaps stratified in blocks of this many trials (eq. (2s)); 0: iid
 
     @property
     def final(self) -> float:
@@ -100,7 +113,8 @@ class ForcedTrial:
     def to_json(self) -> dict:
         return {"delta": self.delta, "d": self.d, "trial": self.trial, "steps": self.steps, "xi": self.xi,
                 "hard_fraction": self.hard_fraction, "every": self.every, "paths": self.paths,
-                "source_tol": self.source_tol, "success": self.success, **({"gram": True} if self.gram else {})}
+                "source_tol": self.source_tol, "success": self.success, **({"gram": True} if self.gram else {}),
+                **({"strata": self.strata} if self.strata else {})}
 
 
 def refusal(problem: Problem) -> str:
@@ -111,11 +125,21 @@ def refusal(problem: Problem) -> str:
     return latent_refusal(problem)
 
 
-def initial_overlap(trial: int, m: int = 1):
-    """xi_k of eq. (1): the k-th draw from its own stream (the same at every delta and d), one N(0, 1) number
-    per neuron (eq. (1m)); a float at m = 1, a list of m floats otherwise.  Neuron 1 of trial k has the same xi
-    at every m (one stream, read in order)."""
-    xi = np.random.default_rng([XI_SEED, int(trial)]).standard_normal(int(m))
+def initial_overlap(trial: int, m: int = 1, strata: int = 0):
+    """xi_k of eq. (1): one N(0, 1) number per neuron for trial k (the same at every delta and d); a float at
+    m = 1, a list of m floats otherwise.
+
+    ``strata`` = 0: iid draws from the trial's own stream (neuron 1 of trial k has the same xi at every m).
+    ``strata`` = K > 0: stratified in blocks of K trials (eq. (2s)): trial k lies in stratum j = k mod K of block
+    k // K, |xi|^2 = F_m^{-1}((j + U) / K) (F_m the chi-square law of m degrees of freedom, U uniform) along a
+    uniform direction (a random sign at m = 1).  Each block is then an exact stratified sample of the law of
+    |xi|, so the success rate of a block carries no luck of the initial overlaps' size."""
+    rng = np.random.default_rng([XI_SEED, int(trial)] + ([int(strata), 2] if strata else []))
+    xi = rng.standard_normal(int(m))
+    if strata:
+        from scipy.stats import chi2
+        u = (int(trial) % int(strata) + rng.uniform()) / int(strata)
+        xi *= math.sqrt(chi2.ppf(u, int(m))) / max(float(np.linalg.norm(xi)), 1e-300)
     return float(xi[0]) if m == 1 else [float(v) for v in xi]
 
 
@@ -127,7 +151,7 @@ def initial_gram(trial: int, m: int, d: int) -> tuple:
 
 
 def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
-                source_tol: float = SOURCE_TOL, gram: bool = False) -> DMFTSetup:
+                source_tol: float = SOURCE_TOL, gram: bool = False, strata: int = 0) -> DMFTSetup:
     """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``; with
     ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3))."""
     why = refusal(problem)
@@ -141,7 +165,7 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     if paths < n:
         raise ThresholdsError(f"a forced trial at n = delta d = {n:g} samples needs at least that many paths, "
                               f"got {paths}")
-    xi = np.atleast_1d(initial_overlap(trial, problem.m))
+    xi = np.atleast_1d(initial_overlap(trial, problem.m, strata))
     q0 = problem.rho0 * xi / math.sqrt(d)    # eq. (1m): one overlap per neuron
     q0 = float(q0[0]) if problem.m == 1 else tuple(float(v) for v in q0)
     return DMFTSetup.from_problem(problem, delta, paths=int(paths), replicas=1, seed=int(trial), planted=q0,
@@ -151,16 +175,18 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
 
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
-              source_tol: float = SOURCE_TOL, every: int = 25, cache: bool = True, gram: bool = False) -> ForcedTrial:
+              source_tol: float = SOURCE_TOL, every: int = 25, cache: bool = True, gram: bool = False,
+              strata: int = 0) -> ForcedTrial:
     """Eq. (1) for one trial; the DMFT run is cached on disk unless ``cache`` is False."""
-    setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram)
+    setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata)
     res = solve_dmft(setup, cache=cache)
     frac = np.asarray(res.hard_fraction, float)
     keep = list(range(0, setup.steps + 1, every))
     if keep[-1] != setup.steps:
         keep.append(setup.steps)
-    return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m),
-                       [float(frac[t]) for t in keep], int(every), int(paths), float(source_tol), bool(gram))
+    return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m, strata),
+                       [float(frac[t]) for t in keep], int(every), int(paths), float(source_tol), bool(gram),
+                       int(strata))
 
 
 @dataclass
@@ -212,10 +238,12 @@ class ForcedPrediction:
     source_tol: float
     seconds: float = 0.0
     scope: str = SCOPE
+    strata: int = 0
 
     def to_json(self) -> dict:
         return {"method": "forced DMFT trials (thresholds.forced, eqs. (1)-(2))", "horizon_steps": self.problem.steps,
-                "trials": self.trials, "paths": self.paths, "source_tol": self.source_tol, "scope": self.scope,
+                "trials": self.trials, "strata": self.strata, "paths": self.paths, "source_tol": self.source_tol,
+                "scope": self.scope,
                 "seconds": self.seconds, "crossings": [c.to_json() for c in self.crossings],
                 "points": [{"d": p.d, "delta": p.delta, "successes": p.successes, "trials": p.trials}
                            for p in self.points]}
@@ -232,16 +260,16 @@ def paths_for(delta: float, d: int, paths: int = None) -> int:
     return int(paths) if paths is not None else max(PATHS, int(math.ceil(delta * d)))
 
 
-def trial_success(problem: Problem, source_tol: float, cache: bool, job) -> bool:
+def trial_success(problem: Problem, source_tol: float, cache: bool, strata: int, job) -> bool:
     """Whether trial ``job`` = (delta, d, k, paths) escapes (a module-level function, so that a process pool or
     a Dask cluster can run it)."""
     delta, d, k, n_paths = job
-    return run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, cache=cache).success
+    return run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, cache=cache, strata=strata).success
 
 
 def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = SOURCE_TOL,
-            cache: bool = True, log=None, run=None, map_trials=None) -> ForcedPrediction:
+            cache: bool = True, log=None, run=None, map_trials=None, strata: int = None) -> ForcedPrediction:
     """delta_1/2(d) of eq. (2) for each d.  On the grid start * factor^k, P is estimated from ``trials`` trials
     at start, then one delta at a time toward 1/2 until the rates bracket it, and one more beyond each end of
     the bracket (the logistic fit then rests on at least four deltas).  Each d starts from the crossing of the
@@ -249,7 +277,8 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
     search_max] gets a crossing that is not found, with a note.  ``run(delta, d, k, paths) -> bool`` replaces
     :func:`trial_success` (tests).  ``map_trials(fn, jobs) -> list`` runs the trials of one delta (in order of
     ``jobs``); default: one after the other here (validation.sweep.task_map spreads them over processes).
-    The trials are independent and cached one by one, so the result does not depend on where they run."""
+    The trials are independent and cached one by one, so the result does not depend on where they run.
+    ``strata``: the initial overlaps of eq. (2s), by default stratified over the ``trials`` of a delta; 0: iid."""
     import time
 
     from .crossing import logistic_crossing
@@ -264,7 +293,8 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
         raise ThresholdsError(f"the grid needs factor > 1 and search_min < start < search_max, got factor {factor}, "
                               f"start {start}, range ({search_min}, {search_max})")
     from functools import partial
-    one = partial(trial_success, problem, source_tol, cache) if run is None else (lambda job: run(*job))
+    strata = trials if strata is None else int(strata)
+    one = partial(trial_success, problem, source_tol, cache, strata) if run is None else (lambda job: run(*job))
     map_trials = map_trials or (lambda fn, jobs: [fn(job) for job in jobs])
     t0 = time.time()
     points_all, crossings = [], []
@@ -309,5 +339,5 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
             continue
         crossings.append(FiniteDCrossing(d, c, c - se, c + se, True))
         anchor = grid_delta(c, 1.0, 0)
-    return ForcedPrediction(problem, points_all, crossings, trials,
-                            paths if paths is not None else PATHS, source_tol, time.time() - t0)
+    return ForcedPrediction(problem, points_all, crossings, trials, paths if paths is not None else PATHS,
+                            source_tol, time.time() - t0, strata=strata)

@@ -38,12 +38,12 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
 
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
-          source_tol: float = SOURCE_TOL, first: int = 0, log=print, gram: bool = False) -> None:
+          source_tol: float = SOURCE_TOL, first: int = 0, log=print, gram: bool = False, strata: int = 0) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
     None: thresholds.forced.paths_for (PATHS, or n = delta d when larger)."""
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
-            if r["source_tol"] == source_tol and r.get("gram", False) == gram}
+            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
@@ -52,7 +52,7 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                 if (d, float(delta), k, n_paths) in done:
                     continue
                 start = time.time()
-                tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, gram=gram)
+                tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, gram=gram, strata=strata)
                 records.append(path, tr.to_json())
                 xi = " ".join(f"{v:+.2f}" for v in (tr.xi if isinstance(tr.xi, list) else [tr.xi]))
                 log(f"d {d} delta {delta:g} trial {k}: xi {xi} hard fraction {tr.final:.3f} "
@@ -135,6 +135,8 @@ def main(argv=None):
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
     ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: 20000, or delta d if larger)")
     ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)
+    ap.add_argument("--strata", type=int, default=0, help="initial overlaps stratified in blocks of this many trials "
+                    "(thresholds.forced eq. (2s)); 0: iid")
     ap.add_argument("--gram", action="store_true", help="the bulk from the finite-d Gram of the neurons "
                     "(thresholds.forced eq. (3))")
     ap.add_argument("--out", type=Path, default=OUT, help="directory of the records (one file per setup)")
@@ -155,7 +157,7 @@ def main(argv=None):
         dims = [int(v) for v in args.dims.split(",")]
         deltas = [float(v) for v in args.delta.split(",")]
         sweep(problem, dims, deltas, args.trials, path=path, paths=args.paths, source_tol=args.source_tol,
-              first=args.first, log=lambda s: print(s, flush=True), gram=args.gram)
+              first=args.first, log=lambda s: print(s, flush=True), gram=args.gram, strata=args.strata)
     except (ThresholdsError, ValueError) as err:
         raise SystemExit(f"error: {err}")
 
