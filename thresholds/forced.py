@@ -33,9 +33,9 @@ trials of every point share one sample of K initial overlaps, and the outcome de
 whose |xi| run large moves every rate of the grid, and the crossing, the same way.  By default (``strata`` = K)
 the overlaps are stratified:
 
-    |xi_k|^2 = F_m^{-1}((k mod K + U_k) / K),   xi_k / |xi_k| uniform on the sphere (a sign at m = 1),   (2s)
+    |xi_k|^2 = F_m^{-1}((pi(k mod K) + U_k) / K),   xi_k / |xi_k| uniform on the sphere (a sign at m = 1),  (2s)
 
-F_m the chi-square law of m degrees of freedom and U_k uniform, so that each block of K trials is an exact
+F_m the chi-square law of m degrees of freedom, pi a random permutation per block of K and U_k uniform, so that each block of K trials is an exact
 stratified sample of the law of |xi| (the rate stays an unbiased estimate of eq. (2), with no more variance than
 iid draws; the forcing and the paths are iid as before).  ``strata`` = 0 gives iid draws (the stream of the
 records made before eq. (2s)).
@@ -130,15 +130,18 @@ def initial_overlap(trial: int, m: int = 1, strata: int = 0):
     m = 1, a list of m floats otherwise.
 
     ``strata`` = 0: iid draws from the trial's own stream (neuron 1 of trial k has the same xi at every m).
-    ``strata`` = K > 0: stratified in blocks of K trials (eq. (2s)): trial k lies in stratum j = k mod K of block
-    k // K, |xi|^2 = F_m^{-1}((j + U) / K) (F_m the chi-square law of m degrees of freedom, U uniform) along a
-    uniform direction (a random sign at m = 1).  Each block is then an exact stratified sample of the law of
-    |xi|, so the success rate of a block carries no luck of the initial overlaps' size."""
+    ``strata`` = K > 0: stratified in blocks of K trials (eq. (2s)): trial k lies in stratum j = pi_b(k mod K) of
+    block b = k // K (pi_b a random permutation per block, so that the first trials of an interrupted block are
+    a random subset of the strata), |xi|^2 = F_m^{-1}((j + U) / K) (F_m the chi-square law of m degrees of
+    freedom, U uniform) along a uniform direction (a random sign at m = 1).  Each full block is then an exact
+    stratified sample of the law of |xi|, so its success rate carries no luck of the initial overlaps' size."""
     rng = np.random.default_rng([XI_SEED, int(trial)] + ([int(strata), 2] if strata else []))
     xi = rng.standard_normal(int(m))
     if strata:
         from scipy.stats import chi2
-        u = (int(trial) % int(strata) + rng.uniform()) / int(strata)
+        K, block = int(strata), int(trial) // int(strata)
+        stratum = np.random.default_rng([XI_SEED, K, block, 3]).permutation(K)[int(trial) % K]
+        u = (stratum + rng.uniform()) / K
         xi *= math.sqrt(chi2.ppf(u, int(m))) / max(float(np.linalg.norm(xi)), 1e-300)
     return float(xi[0]) if m == 1 else [float(v) for v in xi]
 
