@@ -35,10 +35,10 @@ the overlaps are stratified:
 
     |xi_k|^2 = F_m^{-1}((pi(k mod K) + U_k) / K),   xi_k / |xi_k| uniform on the sphere (a sign at m = 1),  (2s)
 
-F_m the chi-square law of m degrees of freedom, pi a random permutation per block of K and U_k uniform, so that each block of K trials is an exact
-stratified sample of the law of |xi| (the rate stays an unbiased estimate of eq. (2), with no more variance than
-iid draws; the forcing and the paths are iid as before).  ``strata`` = 0 gives iid draws (the stream of the
-records made before eq. (2s)).
+F_m the chi-square law of m degrees of freedom, pi a random permutation per block of K and U_k uniform, so
+that each block of K trials is an exact stratified sample of the law of |xi| (the rate stays an unbiased
+estimate of eq. (2), with no more variance than iid draws; the forcing and the paths are iid as before).
+``strata`` = 0 gives iid draws (the stream of the records made before eq. (2s)).
 
 Width m > 1.  GD draws theta_j^0 with iid N(0, rho0^2 / d) entries, so the m hard overlaps start independent,
 and one sample set forces all of them: the hard gradient of neuron j is (1/n) sum_i g_i psi_ij^t, whose
@@ -53,11 +53,11 @@ the second from eq. (7b) with one weight per path shared by the m neurons; the h
 antisymmetric growth, critical amplitudes per angle) is inside the run.  What the d = inf bulk drops at m > 1
 besides the m = 1 approximations below: the O(d^{-1/2}) initial overlaps theta_j^T theta_k between neurons.
 
-The bulk's own finite-d start (``gram``).  GD's neurons start with the Gram theta_j^0 . theta_k^0 = rho0^2 W_jk / d,
-W ~ Wishart(d, I_m): norms and mutual overlaps off their d = inf values by O(d^{-1/2}), the order of the hard
-overlaps.  With ``gram`` a trial's bulk starts from it (thresholds.dmft eq. (7c)),
+The bulk's own finite-d start (``gram``).  GD's neurons start with the Gram theta_j^0 . theta_k^0 =
+rho0^2 W_jk / d, W ~ Wishart(d, I_m): norms and mutual overlaps off their d = inf values by O(d^{-1/2}), the
+order of the hard overlaps.  With ``gram`` a trial's bulk starts from it (thresholds.dmft eq. (7c)),
 
-    A(0) = chol(W / d),   W = Z^T Z,   Z ~ N(0, 1)^{(d-1) x m}   (the parts orthogonal to the hard direction)   (3)
+    A(0) = chol(W / d),   W = Z^T Z,   Z ~ N(0, 1)^{(d-1) x m}   (the parts orthogonal to e_H)           (3)
 
 drawn per trial from its own stream; the default (identity) is the d = inf start.
 

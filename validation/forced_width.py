@@ -5,7 +5,8 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
 --c 0`` for eta 0.05).  Prints, per (activation, m), the forced and GD crossings at ``--d`` with z = difference
 / combined s.e., and the per-point rates; ``--plot`` draws the crossing against m for both activations.
 
-    python -m validation.forced_width --d 200 --plot validation/reports/planted/width/forced_vs_m_d200.png
+    python -m validation.forced_width --d 200 --out validation/reports/planted/forced/stratified \\
+        --plot validation/reports/planted/width/forced_vs_m_d200.png
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ GD = {
     ("quad", 0.05, 4): ["width/gd_quad_m4_T600/report.md"],
     ("gelu", 0.1, 1): ["gd_gelu_T600/report.md", "gd_gelu_T600_d1600/report.md"],
     ("gelu", 0.1, 2): ["width/gd_gelu_m2_T600/report.md"],
+    ("gelu", 0.1, 4): ["width/gd_gelu_m4_T600/report.md"],
 }
 
 
@@ -64,13 +66,14 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, default=200)
     ap.add_argument("--points", action="store_true", help="also the per-point rates of every width")
+    ap.add_argument("--out", type=Path, default=OUT, help="directory of the forced trial records")
     ap.add_argument("--plot", type=Path, help="the crossing against m as a PNG")
     args = ap.parse_args(argv)
-    lines, series = table(args.d)
+    lines, series = table(args.d, args.out)
     print("\n".join(lines))
     if args.points:
         for (act, eta, m), reports in GD.items():
-            rows = [r for r in rows_for(act, eta, m) if r["d"] == args.d]
+            rows = [r for r in rows_for(act, eta, m, args.out) if r["d"] == args.d]
             if rows:
                 print(f"\n{act}, eta {eta:g}, m = {m}, d = {args.d}:\n")
                 print("\n".join(summarize(rows, [REPORTS / r for r in reports if (REPORTS / r).exists()])))
