@@ -114,3 +114,24 @@ def logistic_crossing(deltas, successes, trials):
     lo = deltas[order][below.max()] if below.size else deltas.min()
     hi = deltas[order][above[above > (below.max() if below.size else -1)].min()] if above.size else deltas.max()
     return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
+
+
+def paired_crossing(deltas, outcomes, *, resamples: int = 200, seed: int = 0):
+    """The logistic crossing of K trials that share their random numbers across the deltas (common random
+    numbers: ``outcomes[i][k]`` is the success of trial k at ``deltas[i]``, the same trial k at every delta),
+    with a standard error that counts the correlation between the rates.  :func:`logistic_crossing` treats the
+    rates as independent binomials; here trials are resampled with replacement, each keeping its outcomes at
+    every delta, and the standard deviation of the resampled crossings (resamples whose rates do not bracket
+    1/2 left out) is returned when it is the larger.  (None, None) when the rates do not bracket 1/2."""
+    out = np.asarray(outcomes, dtype=bool)
+    n_deltas, K = out.shape
+    c, se = logistic_crossing(deltas, out.sum(axis=1), [K] * n_deltas)
+    if c is None:
+        return None, None
+    rng = np.random.default_rng(seed)
+    boot = [logistic_crossing(deltas, out[:, rng.integers(0, K, K)].sum(axis=1), [K] * n_deltas)[0]
+            for _ in range(int(resamples))]
+    boot = [b for b in boot if b is not None]
+    if len(boot) >= 0.8 * resamples:
+        se = max(se, float(np.std(boot, ddof=1)))
+    return c, se

@@ -284,7 +284,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
     ``strata``: the initial overlaps of eq. (2s), by default stratified over the ``trials`` of a delta; 0: iid."""
     import time
 
-    from .crossing import logistic_crossing
+    from .crossing import paired_crossing
     from .planted import FiniteDCrossing
 
     why = refusal(problem)
@@ -303,14 +303,14 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
     points_all, crossings = [], []
     anchor = float(start)
     for d in sorted(dims):
-        rate = {}
+        rate, outcome = {}, {}
 
         def measure(k):
             delta = grid_delta(anchor, factor, k)
             if k not in rate and search_min <= delta <= search_max:
                 n_paths = paths_for(delta, d, paths)
-                wins = sum(bool(w) for w in map_trials(one, [(delta, d, j, n_paths) for j in range(trials)]))
-                rate[k] = wins
+                outcome[k] = [bool(w) for w in map_trials(one, [(delta, d, j, n_paths) for j in range(trials)])]
+                wins = rate[k] = sum(outcome[k])
                 if log:
                     log(f"d = {d}, delta = {delta:g}: {wins}/{trials} escape")
             return rate.get(k)
@@ -334,7 +334,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
         deltas = [grid_delta(anchor, factor, k) for k in ks]
         wins = [rate[k] for k in ks]
         points_all += [ForcedPoint(delta, d, w, trials) for delta, w in zip(deltas, wins)]
-        c, se = logistic_crossing(deltas, wins, [trials] * len(ks))
+        c, se = paired_crossing(deltas, [outcome[k] for k in ks])   # s.e. with the trials' common numbers
         if c is None:   # no rate strictly above 1/2, or none strictly below
             side = "above" if max(wins) <= trials / 2 else "below"
             crossings.append(FiniteDCrossing(d, math.nan, math.nan, math.nan, False,

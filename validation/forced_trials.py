@@ -60,12 +60,21 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
 
 
 def crossings(rows) -> list:
-    """[(d, crossing, s.e.)] of the logistic fit per d (d whose rates do not bracket 1/2 left out)."""
-    pts = points(rows)
+    """[(d, crossing, s.e.)] per d (d whose rates do not bracket 1/2 left out): the logistic crossing with the
+    s.e. of thresholds.crossing.paired_crossing (trials resampled with their outcomes at every delta) over the
+    trials run at every delta of that d; the binomial s.e. of the logistic fit when no trial was."""
+    from thresholds.crossing import paired_crossing
     out = []
-    for d in sorted({p.d for p in pts}):
-        at = [p for p in pts if p.d == d]
-        c, se = fit_crossing([p.delta for p in at], [p.successes for p in at], [p.trials for p in at])
+    for d in sorted({int(r["d"]) for r in rows}):
+        at = [r for r in rows if int(r["d"]) == d]
+        deltas = sorted({float(r["delta"]) for r in at})
+        wins = {(float(r["delta"]), int(r["trial"])): bool(r["success"]) for r in at}
+        common = sorted(set.intersection(*({k for dl, k in wins if dl == delta} for delta in deltas)))
+        if common:
+            c, se = paired_crossing(deltas, [[wins[(delta, k)] for k in common] for delta in deltas])
+        else:
+            pts = [p for p in points(at)]
+            c, se = fit_crossing([p.delta for p in pts], [p.successes for p in pts], [p.trials for p in pts])
         if c is not None:
             out.append((d, c, se))
     return out
