@@ -222,10 +222,11 @@ def points(trials) -> list[ForcedPoint]:
     return [ForcedPoint(delta, d, k, n) for (d, delta), (k, n) in sorted(count.items())]
 
 
-SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps, m = 1: gelu / "
-         "phase retrieval (eta 0.1, d = 200-1600), quad / phase retrieval (eta 0.05, d = 400-3200) and quad / |z| "
-         "(d = 200-800); every crossing within 1.5 s.e. but all 0.02-0.48 below GD's, a systematic offset of about 0.3 "
-         "(validation/reports/planted section 6); other setups unchecked.")
+SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps. m = 1, stratified "
+         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-800), quad (eta 0.05, d = 400), quad / |z| (d = 400), each "
+         "within 0.9 s.e. on both sides (validation/reports/planted section 6d). m = 2, 4 at d = 200: within 2 s.e. "
+         "but quad high (+1.8, +1.6 s.e.), gelu m = 2 low (-1.9), m = 4 +1.1 (reports/planted/width section 7); others "
+         "unchecked.")
 
 
 @dataclass
