@@ -7,9 +7,13 @@ horizon of validation/reports/planted, 40 trials per delta, first d = 400 alone 
 d = 800 on the same cache (a further d needs trials of its own: the initial overlap and the forcing scale with
 d, so no trial is shared between two d).
 
-Measured (validation/reports/planted section 6c, one core, a test run on the other): 1023 s for d = 400 from an
-empty cache (4 deltas x 40 trials; 5.34 [5.18, 5.49] against GD 5.40 +- 0.10), 983 s more for d = 800 (5.63
-[5.50, 5.76] against 5.63 +- 0.10): the goals are missed by about 6x and 50x.
+Measured (validation/reports/planted section 6c):
+- before the Dask spread and the skipped population risk (one core, a test run on the other): 1023 s for d = 400
+  from an empty cache (4 deltas x 40 trials, iid overlaps; 5.34 [5.18, 5.49] against GD 5.40 +- 0.10), 983 s
+  more for d = 800 (5.63 [5.50, 5.76] against 5.63 +- 0.10);
+- now (2 worker processes on the 2 cores, nothing else running; stratified overlaps, paired s.e.): 372 s for
+  d = 400 (5.07 [4.90, 5.24]), 361 s more for d = 800 (5.49 [5.33, 5.64] against 5.63 +- 0.10).  The goals are
+  missed by about 2x and 18x: a further d needs trials of its own.
 
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.
