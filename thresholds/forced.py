@@ -223,7 +223,8 @@ def points(trials) -> list[ForcedPoint]:
 
 
 SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps. m = 1, stratified "
-         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-800), quad (eta 0.05, d = 400), quad / |z| (d = 400), each "
+         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-800), quad (eta 0.05, d = 400-3200), quad / |z| (d = 400), "
+         "each "
          "within 0.9 s.e. on both sides (a 40-trial prediction, quad d = 400: -1.7; validation/reports/planted 6c-6d). "
          "m = 2, 4 at d = 200: within 2 s.e. "
          "but quad high (+1.8, +1.6 s.e.), gelu m = 2 low (-1.9), m = 4 +1.1 (reports/planted/width section 7); others "
