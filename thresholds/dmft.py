@@ -123,11 +123,13 @@ that the two together have Cov = (1/n) sum_p omega_p g_p^2 psi_p^t psi_p^s = E[g
 (it needs n omega_p <= 1: at least n paths of equal weight).  Started from M_H(0) = rho0 xi / sqrt(d)
 (xi ~ N(0, 1), GD's random initial overlap), a run is the d = inf bulk with the hard coordinate of one finite-d
 data set: its initial overlap and its forcing at every step (thresholds.forced, eq. (1)).
+
 Finite-d initial Gram (``initial_gram`` = G, ``sources`` only).  At d = inf the neurons start orthonormal
 (theta_j^0 . theta_k^0 = rho0^2 delta_jk); at finite d their Gram is rho0^2 W / d, W ~ Wishart(d, I_m), whose
 norms and overlaps fluctuate by O(d^{-1/2}), the order of the hard overlaps.  A run from a given G starts from
     A(0) = chol(G),   so that   Cov(w_j^0, w_k^0) = rho0^2 G_jk                                         (7c)
 (the rest of the recursion is unchanged: A(0) enters C, the memory and the responses as any A(t)).
+
 ``population_risk`` False skips the test loss of runs with signal rows (a quarter of a planted run's time at
 20k paths; NaN in its place); its generator is still drawn, so every other output is unchanged.
 

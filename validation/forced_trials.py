@@ -73,7 +73,7 @@ def crossings(rows) -> list:
         if common:
             c, se = paired_crossing(deltas, [[wins[(delta, k)] for k in common] for delta in deltas])
         else:
-            pts = [p for p in points(at)]
+            pts = points(at)
             c, se = fit_crossing([p.delta for p in pts], [p.successes for p in pts], [p.trials for p in pts])
         if c is not None:
             out.append((d, c, se))

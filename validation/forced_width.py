@@ -40,16 +40,22 @@ def rows_for(activation: str, eta: float, m: int, out: Path = OUT) -> list:
     return records.read(records_path(Problem(activation, "phase_retrieval", eta=eta, steps=600, m=m), out))
 
 
+def setup_crossings(act: str, eta: float, m: int, out: Path = OUT) -> tuple[dict, dict]:
+    """d -> (crossing, s.e.) of the forced trials and of GD (the reports of ``GD``) for one setup and width."""
+    forced = {d: (c, se) for d, c, se in crossings(rows_for(act, eta, m, out))}
+    gd = {}
+    for rep in GD[(act, eta, m)]:
+        if (REPORTS / rep).exists():
+            gd.update(gd_crossings(REPORTS / rep))
+    return forced, gd
+
+
 def table(d: int, out: Path = OUT) -> tuple[list[str], list]:
     """Markdown lines (crossings per (activation, m) at d) and the figure's series."""
     lines = ["| activation, eta | m | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|---|"]
     series = {}
-    for (act, eta, m), reports in GD.items():
-        forced = {dd: (c, se) for dd, c, se in crossings(rows_for(act, eta, m, out))}
-        gd = {}
-        for rep in reports:
-            if (REPORTS / rep).exists():
-                gd.update(gd_crossings(REPORTS / rep))
+    for act, eta, m in GD:
+        forced, gd = setup_crossings(act, eta, m, out)
         f, g = forced.get(d), gd.get(d)
         cells = [f"{v:.2f} +- {e:.2f}" if v is not None else "-" for v, e in (f or (None, None), g or (None, None))]
         z = f"{(f[0] - g[0]) / math.hypot(f[1], g[1]):+.1f}" if f and g else ""
@@ -73,12 +79,8 @@ def reference_table(dims=(200, 400), out: Path = OUT, tol: float = 0.5) -> list[
     lines = ["| activation, eta | m | " + " | ".join(f"GD, d = {d}" for d in dims) + " | "
              + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |",
              "|---|---|" + "---|" * (2 * len(dims) + 1)]
-    for (act, eta, m), reports in GD.items():
-        gd = {}
-        for rep in reports:
-            if (REPORTS / rep).exists():
-                gd.update(gd_crossings(REPORTS / rep))
-        forced = {dd: (c, se) for dd, c, se in crossings(rows_for(act, eta, m, out))}
+    for act, eta, m in GD:
+        forced, gd = setup_crossings(act, eta, m, out)
         cell = lambda v: f"{v[0]:.2f} +- {v[1]:.2f}" if v else "-"  # noqa: E731
         lines.append(f"| {act}, {eta:g} | {m} | " + " | ".join(cell(gd.get(d)) for d in dims) + " | "
                      + " | ".join(cell(forced.get(d)) for d in dims) + f" | {REFERENCE[act]:g} |")
