@@ -148,6 +148,7 @@ every output is reported as the mean with the standard error across them.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -379,12 +380,20 @@ def _affine_coefficients(act: Activation):
 
 # --- test loss ----------------------------------------------------------------
 
+@functools.lru_cache(maxsize=None)
+def _gauss_hermite(nodes):
+    """Probabilists' Gauss-Hermite nodes and weights normalised to sum 1 (read-only arrays)."""
+    x, wts = np.polynomial.hermite_e.hermegauss(nodes)
+    wts = wts / wts.sum()
+    x.flags.writeable = wts.flags.writeable = False
+    return x, wts
+
+
 def _test_loss(act_fns, a, b, q, Ey, Ey2):
     """Population risk E[(y - a sigma(w + b))^2]/2, w ~ N(0, q) independent of y
     (null case), by 80-node Gauss-Hermite quadrature in w."""
     s0 = act_fns[0]
-    x, wts = np.polynomial.hermite_e.hermegauss(80)
-    wts = wts / wts.sum()
+    x, wts = _gauss_hermite(80)
     vals = np.array([s0(math.sqrt(max(q, 0.0)) * xi + b) for xi in x])
     Es, Es2 = float(np.sum(wts * vals)), float(np.sum(wts * vals**2))
     return 0.5 * (Ey2 - 2 * a * Ey * Es + a * a * Es2)
@@ -396,8 +405,7 @@ def _test_loss_m(sig, a, b, Q, Ey, Ey2, nodes=40):
     Gauss-Hermite quadrature (``nodes`` per axis); ``sig`` is sigma as a NumPy function, ``a`` and ``b``
     the per-neuron arrays."""
     m = Q.shape[0]
-    x, wts = np.polynomial.hermite_e.hermegauss(nodes)
-    wts = wts / wts.sum()
+    x, wts = _gauss_hermite(nodes)
     std = np.sqrt(np.maximum(np.diag(Q), 0.0))
     Ef = sum(a[j] * float(wts @ sig(std[j] * x + b[j])) for j in range(m)) / m
     X1, X2 = np.meshgrid(x, x, indexing="ij")
@@ -631,7 +639,11 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     nu = rng.standard_normal((n, M))
     # Per-path arrays are stored (column J, path): row J of epsT is source J = s m + k (causal in the horizon),
     # row J of PsitT the whitened psi path J, so that X[:P] is one contiguous block (the memory-bound products).
-    epsT = rng.standard_normal((T * M, n))
+    # The rows of epsT are drawn as sources open, in order from the same stream (the generator fills an array
+    # row by row, and nothing else draws from ``rng`` below): the numbers of one draw of all T m rows, without
+    # drawing the rows a truncated basis (eq. (6b)) never opens.
+    epsT = np.empty((T * M, n))
+    drawn = 0
     A = np.zeros((T + 1, M, M))
     A[0] = (np.linalg.cholesky(np.reshape(setup.initial_gram, (M, M))) if setup.initial_gram  # eq. (7c)
             else np.eye(M))
@@ -652,6 +664,9 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         P = t * M
         if setup.planted and t <= setup.planted_step:  # eq. (7): M_H = 0 (its d = inf value), then the planted start
             Msig[t, hard_rows] = np.asarray(setup.planted, dtype=float) if t == setup.planted_step else 0.0
+        if r > drawn:
+            epsT[drawn:r] = rng.standard_normal((r - drawn, n))
+            drawn = r
         Bt_t = Bt[t, :, :r]
         C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
                          + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :r]) / delta)
@@ -861,7 +876,8 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
     if setup.m == 1:
         norm2 = np.array([np.diag(o.C) for o in outs])
         ov = np.array([setup.rho0**2 * o.A * o.A[0] for o in outs])   # <theta^t, theta^0>, A(0) of eq. (7c)
-        test = np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row] for row in norm2])
+        test = None if rE else np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row]
+                                         for row in norm2])
     else:  # per-neuron means of ||theta_j||^2 and <theta_j^t, theta_j^0>
         diag = [np.einsum("ttjj->tj", o.C) for o in outs]
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
