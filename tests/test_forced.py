@@ -9,7 +9,7 @@ import pytest
 
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.errors import ThresholdsError, UnsupportedError
-from thresholds.forced import initial_gram, initial_overlap, points, trial_setup
+from thresholds.forced import initial_gram, initial_overlap, paths_for, points, trial_setup
 from thresholds.problem import Problem
 
 ETA = 0.1
@@ -121,6 +121,21 @@ def test_trial_setup():
         trial_setup(Problem("quad", "phase_retrieval", sphere=True), 5.0, 400, 0, paths=4000)
     with pytest.raises(ThresholdsError, match="hard and"):
         trial_setup(Problem("quad", "z1**2 + z2**2"), 5.0, 400, 0, paths=4000)
+
+
+def test_paths_per_sample():
+    assert paths_for(5.0, 400) == 20_000 and paths_for(7.0, 3200) == 22_400   # PATHS, raised to n
+    assert paths_for(5.0, 400, 4000) == 4000
+    assert paths_for(5.0, 400, per_sample=1) == 2000           # the paths are the samples: no rounding up
+    assert paths_for(5.5, 401, per_sample=1) == 2206           # ceil(2205.5)
+    assert paths_for(5.0, 400, per_sample=2.5) == 5000
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=30)
+    assert trial_setup(problem, 5.5, 401, 0, paths=paths_for(5.5, 401, per_sample=1)).paths == 2206
+    for bad in (0.5, float("nan"), float("inf"), "2"):
+        with pytest.raises(ThresholdsError, match="paths per sample"):
+            paths_for(5.0, 400, per_sample=bad)
+    with pytest.raises(ThresholdsError, match="not both"):
+        paths_for(5.0, 400, 4000, per_sample=1)
 
 
 def test_initial_gram_of_the_bulk():

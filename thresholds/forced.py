@@ -261,8 +261,16 @@ def grid_delta(start: float, factor: float, k: int) -> float:
     return float(f"{start * factor**k:.4g}")
 
 
-def paths_for(delta: float, d: int, paths: int = None) -> int:
-    """``paths``, or by default PATHS, raised to n = delta d when that is larger (dmft eq. (7b))."""
+def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None) -> int:
+    """``paths``; or ``per_sample`` paths per sample, ceil(per_sample delta d) (per_sample >= 1; at 1 the paths are
+    the n samples and eq. (7b) adds no forcing); or by default PATHS, raised to n = delta d when that is larger
+    (dmft eq. (7b))."""
+    if per_sample is not None:
+        if paths is not None:
+            raise ThresholdsError("give a number of paths or paths per sample, not both")
+        if not (isinstance(per_sample, (int, float)) and math.isfinite(per_sample) and per_sample >= 1):
+            raise ThresholdsError(f"paths per sample must be a number >= 1, got {per_sample!r}")
+        return int(math.ceil(per_sample * delta * d - 1e-9))
     return int(paths) if paths is not None else max(PATHS, int(math.ceil(delta * d)))
 
 

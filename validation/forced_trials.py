@@ -38,17 +38,18 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
 
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
-          source_tol: float = SOURCE_TOL, first: int = 0, log=print, gram: bool = False, strata: int = 0) -> None:
+          source_tol: float = SOURCE_TOL, first: int = 0, log=print, gram: bool = False, strata: int = 0,
+          per_sample: float = None) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
-    None: thresholds.forced.paths_for (PATHS, or n = delta d when larger)."""
+    None: thresholds.forced.paths_for (PATHS, or n = delta d when larger; ``per_sample`` paths per sample)."""
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
             if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
             for delta in deltas:
-                n_paths = paths_for(delta, d, paths)
+                n_paths = paths_for(delta, d, paths, per_sample)
                 if (d, float(delta), k, n_paths) in done:
                     continue
                 start = time.time()
@@ -143,6 +144,8 @@ def main(argv=None):
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
     ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: 20000, or delta d if larger)")
+    ap.add_argument("--paths-per-sample", type=float, default=None,
+                    help="paths per trial = ceil(R delta d) (R >= 1; R = 1: the paths are the samples, no added forcing)")
     ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)
     ap.add_argument("--strata", type=int, default=0, help="initial overlaps stratified in blocks of this many trials "
                     "(thresholds.forced eq. (2s)); 0: iid")
@@ -165,8 +168,9 @@ def main(argv=None):
     try:
         dims = [int(v) for v in args.dims.split(",")]
         deltas = [float(v) for v in args.delta.split(",")]
-        sweep(problem, dims, deltas, args.trials, path=path, paths=args.paths, source_tol=args.source_tol,
-              first=args.first, log=lambda s: print(s, flush=True), gram=args.gram, strata=args.strata)
+        sweep(problem, dims, deltas, args.trials, path=path, paths=args.paths, per_sample=args.paths_per_sample,
+              source_tol=args.source_tol, first=args.first, log=lambda s: print(s, flush=True), gram=args.gram,
+              strata=args.strata)
     except (ThresholdsError, ValueError) as err:
         raise SystemExit(f"error: {err}")
 
