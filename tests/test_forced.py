@@ -9,7 +9,8 @@ import pytest
 
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.errors import ThresholdsError, UnsupportedError
-from thresholds.forced import initial_gram, initial_overlap, paths_for, points, trial_setup
+from thresholds import cache
+from thresholds.forced import CURVES, initial_gram, initial_overlap, paths_for, points, run_trial, trial_setup
 from thresholds.problem import Problem
 
 ETA = 0.1
@@ -136,6 +137,22 @@ def test_paths_per_sample():
             paths_for(5.0, 400, per_sample=bad)
     with pytest.raises(ThresholdsError, match="not both"):
         paths_for(5.0, 400, 4000, per_sample=1)
+
+
+def test_trial_cache_keeps_curves_not_the_run(monkeypatch, tmp_path):
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=40, m=2)
+    first = run_trial(problem, 3.0, 200, 1, paths=600, every=10)
+    (entry,) = tmp_path.glob("forced-*.json")
+    assert not list(tmp_path.glob("dmft-*")) and entry.stat().st_size < 20_000
+    setup = trial_setup(problem, 3.0, 200, 1, paths=600)
+    direct = solve_dmft(setup, cache=False)
+    assert np.array_equal(cache.load("forced", setup.cache_key())["hard_fraction"], direct.hard_fraction)
+    assert run_trial(problem, 3.0, 200, 1, paths=600, every=10).hard_fraction == first.hard_fraction
+    # an entry of the wrong shape (another horizon's curves under this key) is a miss, recomputed and replaced
+    cache.store("forced", setup.cache_key(), {name: np.zeros(7) for name in CURVES})
+    assert run_trial(problem, 3.0, 200, 1, paths=600, every=10).hard_fraction == first.hard_fraction
+    assert cache.load("forced", setup.cache_key())["norm2"].shape == (41,)
 
 
 def test_initial_gram_of_the_bulk():
