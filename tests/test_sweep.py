@@ -1,6 +1,7 @@
 """A sweep gives the same result whatever runs its trials: this process, or Dask workers."""
 
 import numpy as np
+import pytest
 
 from validation.threshold import scan
 
@@ -44,3 +45,19 @@ def test_task_map_spreads_forced_trials_over_two_workers():
     assert [(p.d, p.delta, p.successes) for p in there.points] == [(p.d, p.delta, p.successes) for p in here.points]
     with task_map(0) as mapper:
         assert mapper(math.isqrt, [9, 4]) == [3, 2]
+
+
+def test_records_survive_a_partial_last_line(tmp_path):
+    from validation import records
+    path = tmp_path / "r.jsonl"
+    records.append(path, {"trial": 0})
+    records.append(path, {"trial": 1})
+    with open(path, "a") as fh:          # an interrupted write (killed, disk full): no newline
+        fh.write('{"trial": 2, "hard_fr')
+    assert records.read(path) == [{"trial": 0}, {"trial": 1}]
+    records.append(path, {"trial": 2})   # the resumed sweep writes it again, in place of the partial line
+    assert records.read(path) == [{"trial": 0}, {"trial": 1}, {"trial": 2}]
+    assert path.read_text().count("\n") == 3
+    path.write_text('{"trial": 0}\n{"tri\n{"trial": 2}\n')   # a malformed line inside the file is an error
+    with pytest.raises(ValueError):
+        records.read(path)

@@ -8,15 +8,27 @@ from pathlib import Path
 
 
 def read(path: Path) -> list[dict]:
-    """Every record of ``path`` ([] when it does not exist yet)."""
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    """Every record of ``path`` ([] when it does not exist yet).  A last line without its newline is the
+    partial write of an interrupted experiment (killed, disk full) and is left out; any other malformed
+    line raises ValueError."""
+    if not path.exists():
+        return []
+    lines = path.read_text().split("\n")   # the last item is '' after a complete write, else a partial line
+    return [json.loads(line) for line in lines[:-1] if line.strip()]
 
 
 def append(path: Path, record: dict | None) -> None:
-    """Append one record (None: nothing, e.g. a diverged trial)."""
-    if record is not None:
-        with open(path, "a") as fh:
-            fh.write(json.dumps(record) + "\n")
+    """Append one record (None: nothing, e.g. a diverged trial), after removing a partial last line (read)."""
+    if record is None:
+        return
+    text = json.dumps(record) + "\n"
+    if path.exists():
+        with open(path, "rb+") as fh:
+            data = fh.read()
+            if data and not data.endswith(b"\n"):
+                fh.truncate(data.rfind(b"\n") + 1)
+    with open(path, "a") as fh:
+        fh.write(text)
 
 
 def print_block(path: Path, summarize, d: int, delta: float) -> None:
