@@ -945,7 +945,7 @@ def _finite_d_options(dims_help: str):
                          "(validation/bench_forced.py, bench_planted.py); every DMFT run is cached, so an interrupted "
                          "command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
-                         help="With --dims: paths of each DMFT run; default: forced 20000 (at least delta d), "
+                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m) (thresholds.forced eq. (4)), "
                          "planted 80000 at m = 1 (the spread uses twice as many), 20000 at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.15 "

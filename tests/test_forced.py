@@ -125,13 +125,22 @@ def test_trial_setup():
 
 
 def test_paths_per_sample():
-    assert paths_for(5.0, 400) == 20_000 and paths_for(7.0, 3200) == 22_400   # PATHS, raised to n
+    # eq. (4): max(n, 2500 m)
+    assert paths_for(5.0, 400) == 2500 and paths_for(7.0, 3200) == 22_400 and paths_for(5.0, 400, m=4) == 10_000
+    assert paths_for(6.0, 400) == 2500 and paths_for(7.0, 400) == 2800
     assert paths_for(5.0, 400, 4000) == 4000
     assert paths_for(5.0, 400, per_sample=1) == 2000           # the paths are the samples: no rounding up
     assert paths_for(5.5, 401, per_sample=1) == 2206           # ceil(2205.5)
     assert paths_for(5.0, 400, per_sample=2.5) == 5000
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=30)
     assert trial_setup(problem, 5.5, 401, 0, paths=paths_for(5.5, 401, per_sample=1)).paths == 2206
+    assert trial_setup(problem, 5.0, 400, 0).paths == 2500     # the default is eq. (4) at the problem's m
+    assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 0).paths == 7500
+    from validation.forced_trials import check_paths
+    rows = [{"d": 400, "delta": 5.0, "paths": 2500}, {"d": 400, "delta": 6.0, "paths": 20_000}]
+    check_paths(rows)                                            # one count per point: fine
+    with pytest.raises(ValueError, match="d = 400, delta = 5"):
+        check_paths(rows + [{"d": 400, "delta": 5.0, "paths": 20_000}])
     for bad in (0.5, float("nan"), float("inf"), "2"):
         with pytest.raises(ThresholdsError, match="paths per sample"):
             paths_for(5.0, 400, per_sample=bad)
@@ -210,9 +219,9 @@ def test_predict_finds_a_known_crossing_per_d():
     for d in (200, 800):
         pts = [p for p in pred.points if p.d == d]
         assert len(pts) >= 4 and min(p.rate for p in pts) < 0.5 < max(p.rate for p in pts)
-    # trials 0..39 at every delta (common random numbers); at least n = delta d paths, else PATHS
+    # trials 0..39 at every delta (common random numbers); paths of eq. (4), max(n, 2500 m)
     assert {j for _, _, j, _ in calls} == set(range(40))
-    assert all(n >= max(20_000, delta * d) for delta, d, _, n in calls)
+    assert all(n == max(2500, math.ceil(delta * d - 1e-9)) for delta, d, _, n in calls)
     assert pred.to_json()["crossings"][0]["d"] == 200
 
 

@@ -64,8 +64,22 @@ drawn per trial from its own stream; the default (identity) is the d = inf start
 Approximations: the bulk is the d = inf DMFT (its O(d^{-1/2}) fluctuations are dropped, only the hard
 coordinate is finite-d); the forcing is Gaussian with the covariance of eq. (1) (a sum of n independent
 terms); the DMFT is the truncated source basis (thresholds.dmft eq. (6b)) on N >= n paths, with its Monte
-Carlo error (the paths' own forcing is counted in eq. (1), dmft eq. (7b)).  Cost per trial: one planted run,
-O(N r T), independent of d (about 10-20 s for 600 steps at N = 20k on one core).
+Carlo error (the paths' own forcing is counted in eq. (1), dmft eq. (7b)).
+
+Paths per trial.  By default
+
+    N = max(n, N_1 m),   N_1 = PATHS_PER_NEURON = 2500,                                                     (4)
+
+at least the n samples (eq. (7b)), and enough paths for the truncated basis: it opens r = 30-60 sources per
+neuron at 600 steps, and the memory term fitted on them carries an error of relative size about r / N (each
+path's own term in its regression).  Measured (validation/reports/planted section 6e, 30 stratified trials per
+delta, the same overlaps, escapes summed over the deltas of a setup): at N = n (no added forcing) and m = 1
+the escapes match those at 20k paths (260 against 266 of 570 trials over quad d = 400 / 1600, gelu d = 200 /
+400, |z| d = 400; every crossing within 1.8 combined s.e.), while at m = 2 and 4, d = 200 (N = n = 500-800,
+r / N up to 0.25) escape is suppressed (28 against 47, 1 against 43); at N = 2500 m (m = 2: 5000; m = 4:
+8000 measured) the counts are again those of 20k (57 against 47, 36 against 43, within 1.9 s.e. either way).
+Cost per trial: one planted run, O(N r T) with r proportional to m, independent of d beyond N >= n (0.2-0.4 s
+for 600 steps at m = 1 and 2000-5000 paths, 3 s at m = 2 and 5000, 15-30 s at m = 4 and 20000 on one core).
 """
 
 from __future__ import annotations
@@ -80,7 +94,7 @@ from .errors import ThresholdsError
 from .planted import latent_refusal
 from .problem import Problem
 
-PATHS = 20_000      # paths per trial (at least n = delta d, dmft eq. (7b))
+PATHS_PER_NEURON = 2500   # eq. (4): paths per trial max(n, PATHS_PER_NEURON m)
 SOURCE_TOL = 1e-3   # the truncated source basis (dmft eq. (6b)): no finite-paths bias at long horizons
 XI_SEED = 1729      # the stream of the initial overlaps xi_k
 
@@ -153,7 +167,7 @@ def initial_gram(trial: int, m: int, d: int) -> tuple:
     return tuple(float(v) for v in (z.T @ z / d).ravel())
 
 
-def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
+def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
                 source_tol: float = SOURCE_TOL, gram: bool = False, strata: int = 0) -> DMFTSetup:
     """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``; with
     ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3))."""
@@ -165,6 +179,7 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     if not (isinstance(trial, int) and trial >= 0):
         raise ThresholdsError(f"a trial index must be an integer >= 0, got {trial!r}")
     n = float(delta) * d
+    paths = paths_for(delta, d, paths, m=problem.m)
     if paths < n:
         raise ThresholdsError(f"a forced trial at n = delta d = {n:g} samples needs at least that many paths, "
                               f"got {paths}")
@@ -200,7 +215,7 @@ def trial_curves(setup: DMFTSetup, cache: bool = True) -> dict:
     return curves
 
 
-def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = PATHS,
+def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
               source_tol: float = SOURCE_TOL, every: int = 25, cache: bool = True, gram: bool = False,
               strata: int = 0) -> ForcedTrial:
     """Eq. (1) for one trial; its per-step curves are cached on disk unless ``cache`` is False
@@ -211,7 +226,7 @@ def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int 
     if keep[-1] != setup.steps:
         keep.append(setup.steps)
     return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m, strata),
-                       [float(frac[t]) for t in keep], int(every), int(paths), float(source_tol), bool(gram),
+                       [float(frac[t]) for t in keep], int(every), int(setup.paths), float(source_tol), bool(gram),
                        int(strata))
 
 
@@ -249,6 +264,7 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "overlaps: gelu / phase retrieval (eta 0.1, d = 200-800), quad (eta 0.05, d = 400-3200), quad / |z| (d = 400), "
          "each "
          "within 0.9 s.e. on both sides (a 40-trial prediction, quad d = 400: -1.7; validation/reports/planted 6c-6d). "
+         "Paths per trial max(n, 2500 m) (eq. (4)): the escape counts of 20k paths (reports/planted 6e). "
          "m = 2, 4 at d = 200: within 2 s.e. "
          "but quad high (+1.8, +1.6 s.e.), gelu m = 2 low (-1.9), m = 4 +1.1 (reports/planted/width section 7); others "
          "unchecked.")
@@ -263,7 +279,7 @@ class ForcedPrediction:
     points: list        # ForcedPoint, by d then delta
     crossings: list     # FiniteDCrossing, by increasing d
     trials: int
-    paths: int
+    paths: int          # paths per trial as given; None: eq. (4) per delta
     source_tol: float
     seconds: float = 0.0
     scope: str = SCOPE
@@ -271,7 +287,9 @@ class ForcedPrediction:
 
     def to_json(self) -> dict:
         return {"method": "forced DMFT trials (thresholds.forced, eqs. (1)-(2))", "horizon_steps": self.problem.steps,
-                "trials": self.trials, "strata": self.strata, "paths": self.paths, "source_tol": self.source_tol,
+                "trials": self.trials, "strata": self.strata,
+                "paths": self.paths if self.paths is not None else f"max(n, {PATHS_PER_NEURON} m)",
+                "source_tol": self.source_tol,
                 "scope": self.scope,
                 "seconds": self.seconds, "crossings": [c.to_json() for c in self.crossings],
                 "points": [{"d": p.d, "delta": p.delta, "successes": p.successes, "trials": p.trials}
@@ -284,17 +302,16 @@ def grid_delta(start: float, factor: float, k: int) -> float:
     return float(f"{start * factor**k:.4g}")
 
 
-def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None) -> int:
+def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None, m: int = 1) -> int:
     """``paths``; or ``per_sample`` paths per sample, ceil(per_sample delta d) (per_sample >= 1; at 1 the paths are
-    the n samples and eq. (7b) adds no forcing); or by default PATHS, raised to n = delta d when that is larger
-    (dmft eq. (7b))."""
+    the n samples and eq. (7b) adds no forcing); or by default eq. (4), max(n, PATHS_PER_NEURON m)."""
     if per_sample is not None:
         if paths is not None:
             raise ThresholdsError("give a number of paths or paths per sample, not both")
         if not (isinstance(per_sample, (int, float)) and math.isfinite(per_sample) and per_sample >= 1):
             raise ThresholdsError(f"paths per sample must be a number >= 1, got {per_sample!r}")
         return int(math.ceil(per_sample * delta * d - 1e-9))
-    return int(paths) if paths is not None else max(PATHS, int(math.ceil(delta * d)))
+    return int(paths) if paths is not None else max(PATHS_PER_NEURON * int(m), int(math.ceil(delta * d - 1e-9)))
 
 
 def trial_success(problem: Problem, source_tol: float, cache: bool, strata: int, job) -> bool:
@@ -342,7 +359,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
         def measure(k):
             delta = grid_delta(anchor, factor, k)
             if k not in rate and search_min <= delta <= search_max:
-                n_paths = paths_for(delta, d, paths)
+                n_paths = paths_for(delta, d, paths, m=problem.m)
                 outcome[k] = [bool(w) for w in map_trials(one, [(delta, d, j, n_paths) for j in range(trials)])]
                 wins = rate[k] = sum(outcome[k])
                 if log:
@@ -376,5 +393,5 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
             continue
         crossings.append(FiniteDCrossing(d, c, c - se, c + se, True))
         anchor = grid_delta(c, 1.0, 0)
-    return ForcedPrediction(problem, points_all, crossings, trials, paths if paths is not None else PATHS,
+    return ForcedPrediction(problem, points_all, crossings, trials, paths,
                             source_tol, time.time() - t0, strata=strata)

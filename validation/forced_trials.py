@@ -42,14 +42,15 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
           per_sample: float = None) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
-    None: thresholds.forced.paths_for (PATHS, or n = delta d when larger; ``per_sample`` paths per sample)."""
+    None: thresholds.forced.paths_for (eq. (4), max(n, 2500 m); ``per_sample`` paths per sample).  Trials with
+    another path count at a point are not reused (and :func:`check_paths` refuses the mixture)."""
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
             if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
             for delta in deltas:
-                n_paths = paths_for(delta, d, paths, per_sample)
+                n_paths = paths_for(delta, d, paths, per_sample, m=problem.m)
                 if (d, float(delta), k, n_paths) in done:
                     continue
                 start = time.time()
@@ -58,6 +59,19 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                 xi = " ".join(f"{v:+.2f}" for v in (tr.xi if isinstance(tr.xi, list) else [tr.xi]))
                 log(f"d {d} delta {delta:g} trial {k}: xi {xi} hard fraction {tr.final:.3f} "
                     f"({time.time() - start:.0f} s)")
+
+
+def check_paths(rows) -> None:
+    """ValueError when the trials of one (d, delta) ran on different numbers of paths (records of two path rules in
+    one file, e.g. a sweep resumed after the default of thresholds.forced eq. (4) changed): one --out per rule."""
+    seen = {}
+    for r in rows:
+        seen.setdefault((int(r["d"]), float(r["delta"])), set()).add(int(r["paths"]))
+    mixed = sorted(k for k, v in seen.items() if len(v) > 1)
+    if mixed:
+        d, delta = mixed[0]
+        raise ValueError(f"trials at d = {d}, delta = {delta:g} ran on {sorted(seen[mixed[0]])} paths: keep the records "
+                         "of each path count under their own --out")
 
 
 def crossings(rows) -> list:
@@ -161,6 +175,10 @@ def main(argv=None):
     path = records_path(problem, args.out)
     if args.summary:
         rows = records.read(path)
+        try:
+            check_paths(rows)
+        except ValueError as err:
+            raise SystemExit(f"error: {err}")
         print("\n".join(summarize(rows, args.gd)))
         if args.plot:
             figure(args.plot, problem, rows, args.gd, args.planted)
