@@ -13,7 +13,10 @@ Measured (validation/reports/planted section 6c):
   more for d = 800 (5.63 [5.50, 5.76] against 5.63 +- 0.10);
 - now (2 worker processes on the 2 cores, nothing else running; stratified overlaps, paired s.e.): 372 s for
   d = 400 (5.07 [4.90, 5.24]), 361 s more for d = 800 (5.49 [5.33, 5.64] against 5.63 +- 0.10).  The goals are
-  missed by about 2x and 18x: a further d needs trials of its own.
+  missed by about 2x and 18x: a further d needs trials of its own;
+- now (no quadrature test loss in planted runs, compact trial cache, paths per trial max(n, 2500 m), eq. (4) of
+  thresholds.forced): 32 s for d = 400 (5.82 [5.63, 6.02] against GD 5.40 +- 0.10), 35 s more for d = 800
+  (5.92 [5.75, 6.09] against 5.63 +- 0.10).  The first goal is met; the second is missed by 1.75x.
 
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.
