@@ -70,8 +70,8 @@ def check_paths(rows) -> None:
     mixed = sorted(k for k, v in seen.items() if len(v) > 1)
     if mixed:
         d, delta = mixed[0]
-        raise ValueError(f"trials at d = {d}, delta = {delta:g} ran on {sorted(seen[mixed[0]])} paths: keep the records "
-                         "of each path count under their own --out")
+        raise ValueError(f"trials at d = {d}, delta = {delta:g} ran on {sorted(seen[mixed[0]])} paths: keep the "
+                         "records of each path count under their own --out")
 
 
 def crossings(rows) -> list:
