@@ -63,9 +63,10 @@ def test_forced_width_prediction_cold(benchmark):
     retrieval, eta 0.05, 600 steps, d = 200, 40 trials per delta, width BENCH_M (default 2), from delta 3.5.
 
     Measured (2 worker processes, the machine otherwise idle): m = 2 (5000 paths per trial, eq. (4)) in 182 s,
-    3.34 [3.25, 3.42] against GD 3.24 +- 0.07 (deltas 2.647 (2/40), 3.043 (13), 3.5 (25), 4.025 (36)).  At m = 4
-    (10000 paths, about 12 s per trial) and m = 8 (20000, about 55 s) the trials' cost, O(N r T) with N and r
-    both proportional to m, puts one prediction at about 15 and 75 minutes: not measured here."""
+    3.34 [3.25, 3.42] against GD 3.24 +- 0.07 (deltas 2.647 (2/40), 3.043 (13), 3.5 (25), 4.025 (36)).  Not
+    measured at m = 4 and 8: a trial's cost is O(N r T) with N and r both proportional to m (single trials alone
+    on a core: 16 s at m = 4 and 54 s at m = 8, 20000 paths each), so 160 trials on two cores take roughly 10-20
+    and 70 minutes there."""
     m = int(os.environ.get("BENCH_M", "2"))
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
     workers = int(os.environ.get("BENCH_WORKERS", "2"))
