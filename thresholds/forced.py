@@ -260,16 +260,15 @@ def points(trials) -> list[ForcedPoint]:
     return [ForcedPoint(delta, d, k, n) for (d, delta), (k, n) in sorted(count.items())]
 
 
-SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps. m = 1, stratified "
-         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-800), quad (eta 0.05, d = 400-3200), quad / |z| (d = 400), "
-         "each "
-         "within 0.9 s.e. on both sides (a 40-trial prediction, quad d = 400: -1.7; validation/reports/planted 6c-6d). "
-         "Paths per trial max(n, 2500 m) (eq. (4)): the escape counts of 20k paths (reports/planted 6e). "
-         "m = 2, 4 at d = 200: within 2 s.e. "
-         "but quad high (+1.8, +1.6 s.e.), gelu m = 2 low (-1.9), m = 4 +1.1 (reports/planted/width section 7). m = 8, "
-         "quad d = 200: 3.25 against GD 2.99, +4.3 s.e., a miss; gelu d = 200: 5.58 against 5.11, +2.1; "
-         "quad d = 800: m = 2 +0.1, m = 4 +1.7 (width section 8). "
-         "Others unchecked.")
+SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps. m = 1, "
+         "stratified "
+         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-1600) and quad (eta 0.05, d = 400-3200) each within 0.9 "
+         "s.e. on both sides, quad / |z| (d = 200-800) +0.9 to +1.4 s.e. (a 40-trial prediction, quad d = 400: -1.7 "
+         "and +1.9 for two path draws; validation/reports/planted 6c-6e); at validate's own horizon quad d = 200-800 "
+         "within 1.4 s.e. (6f). Paths per trial max(n, 2500 m) (eq. (4)): the escape counts of 20k paths (6e). "
+         "m = 2, 4 at d = 200: within 2 s.e. but quad high (+1.8, +1.6 s.e.), gelu m = 2 low (-1.9), m = 4 +1.1 "
+         "(reports/planted/width section 7). m = 8, quad d = 200: 3.25 against GD 2.99, +4.3 s.e., a miss; gelu "
+         "d = 200: 5.58 against 5.11, +2.1; quad d = 800: m = 2 +0.1, m = 4 +1.7 (width section 8). Others unchecked.")
 
 
 @dataclass

@@ -157,7 +157,7 @@ def main(argv=None):
     ap.add_argument("--delta", default="10,12", help="comma-separated sample ratios")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
-    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: 20000, or delta d if larger)")
+    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: thresholds.forced eq. (4), max(delta d, 2500 m))")
     ap.add_argument("--paths-per-sample", type=float, default=None,
                     help="paths per trial = ceil(R delta d) (R >= 1; R = 1: the paths are the samples, no added forcing)")
     ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)

@@ -22,10 +22,12 @@ def append(path: Path, record: dict | None) -> None:
     if record is None:
         return
     text = json.dumps(record) + "\n"
-    if path.exists():
+    if path.exists() and path.stat().st_size:
         with open(path, "rb+") as fh:
-            data = fh.read()
-            if data and not data.endswith(b"\n"):
+            fh.seek(-1, 2)                      # only the last byte, unless the last line is partial
+            if fh.read(1) != b"\n":
+                fh.seek(0)
+                data = fh.read()
                 fh.truncate(data.rfind(b"\n") + 1)
     with open(path, "a") as fh:
         fh.write(text)
