@@ -590,12 +590,21 @@ def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=
     that open a source do (eq. (6b)).  The m columns are projected on the past together (two passes, for
     orthogonality), so the past paths are read four times whatever m is; then each is orthogonalized
     against the new paths of the columns before it, again twice.  In exact arithmetic this is
-    column-by-column Gram-Schmidt."""
+    column-by-column Gram-Schmidt.  With ``compact``, a step at which no column's first-pass residual reaches
+    half the tolerance opens no source, and its second pass is skipped (the residuals are dropped; the
+    coefficients of one pass are exact to rounding): most steps of a truncated basis, read twice instead of
+    four times."""
     M = psi.shape[1]
     r = P if r is None else r
     past = PsitT[:r]
     coef = (past @ (omega[:, None] * psi)).T            # (m, r): <psi_k, psit^j>_omega
     res = psi - (coef @ past).T
+    var = omega @ (psi * psi)
+    if compact and np.all(omega @ (res * res) < 0.5 * floor * np.maximum(var, 1e-300)):
+        # No column can open a source (the second pass changes the residual's variance by a relative O(u)):
+        # the residuals are dropped, and one pass gives their coefficients to rounding, so skip the second.
+        Lpsi[P : P + M, :r] = coef
+        return r
     fix = (past @ (omega[:, None] * res)).T
     res -= (fix @ past).T
     Lpsi[P : P + M, :r] = coef + fix
@@ -652,6 +661,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
     Lpsi = np.zeros((T * M, T * M))
     PsitT = np.zeros((T * M, n))         # whitened psi paths
+    both = np.empty((T * M, n))          # eps / sqrt(delta) + psit / delta per source row (rows as drawn)
     snaps = dict.fromkeys(checkpoints(T))
     psi = np.empty((n, M))
     loss = np.empty(n)
@@ -666,13 +676,15 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             Msig[t, hard_rows] = np.asarray(setup.planted, dtype=float) if t == setup.planted_step else 0.0
         if r > drawn:
             epsT[drawn:r] = rng.standard_normal((r - drawn, n))
+            # a source row's two path terms at once: u = rho0 nu A^T + Bt (eps / sqrt(delta) + psit / delta)
+            both[drawn:r] = epsT[drawn:r] / sq + PsitT[drawn:r] / delta
             drawn = r
         Bt_t = Bt[t, :, :r]
         C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
                          + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :r]) / delta)
         C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
-        w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:r]).T / sq
-        u = w + (Bt_t @ PsitT[:r]).T / delta  # eq. (1): the memory term on the whitened psi paths
+        # eq. (1): the Gaussian part on the sources plus the memory term on the whitened psi paths
+        u = rho0 * nu @ A[t].T + (Bt_t @ both[:r]).T
         if rE:
             u += gE @ Msig[t]
         _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
@@ -685,6 +697,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         if t in snaps:
             snaps[t] = u.copy()
         if t == T:
+            w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
             break
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact)
         _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r, r_new, zeta, hard_rows)
