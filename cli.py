@@ -599,7 +599,7 @@ def hessian_cmd(activation, link, delta_text, eta, steps, rho0, a_, b_, weight_d
                    f"rho0 = {rho0:g}, a = {show(a_)}, b = {show(b_)}, weight decay = {weight_decay:g}, square loss, m = 1, "
                    f"{paths} paths in {replicas} replicas")
     table = Table(title=title)
-    for col in ("delta", "left edge", "right edge", "settled", "negative hard outlier", "outliers (z, overlap^2)"):
+    for col in ("delta", "left edge", "right edge", "edge >= 0", "negative hard outlier", "outliers (z, overlap^2)"):
         table.add_column(col)
     for res in results:
         neg = res.negative_outlier
@@ -1045,7 +1045,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
             emit_json({"parameter": name, "scan": [dict(r.to_json(), value=v) for r, v in zip(results, values)]})
             return
         table = Table(title=escape(f"delta_NN versus {name}: " + _setup_line(setup)))
-        for col in (name, "delta_NN [interval]", "transient min_t delta_NN(t)", "converged", "settled"):
+        for col in (name, "delta_NN [interval]", "transient min_t delta_NN(t)", "converged", "edge >= 0"):
             table.add_column(col)
         for r, v in zip(results, values):
             table.add_row(f"{v:g}", _interval(r.delta_nn, r.low, r.high, r.found, setup.search_max),
@@ -1095,7 +1095,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     if finite is not None:
         _print_finite_d(finite)
     console.print("converged (|delta_NN(T) - delta_NN(T/2)| <= half-interval + rtol delta_NN): "
-                  + ("yes" if res.converged else "no") + f"; first phase settled: {'yes' if res.settled else 'no'} "
+                  + ("yes" if res.converged else "no") + f"; left bulk edge >= 0: {'yes' if res.settled else 'no'} "
                   f"(left bulk edge {res.left_edge:+.4f} +- {res.left_edge_err:.1g})")
     for note in res.notes:
         console.print(f"[dim]{escape(note)}[/]")

@@ -215,8 +215,9 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
                      "lengthen the horizon (steps)")
     if not settled:
         i = ref.at(int(setup.steps))
-        notes.append(f"at delta = {ref.delta:.4g} the left bulk edge is {ref.left_edge[i]:+.3f}: the first phase "
-                     "has not settled (negative curvature in bulk directions too)")
+        notes.append(f"at delta = {ref.delta:.4g} the left bulk edge is {ref.left_edge[i]:+.3f}: negative curvature "
+                     "in bulk directions too (with an unbounded G, from the unfitted large-y samples; it stays there "
+                     "after the first phase stops moving: validation/reports/settle)")
     if main.found and clip.found and (clip.high < main.low or clip.low > main.high):
         notes.append(f"tail-driven: with G clipped at its {CLIP_QUANTILE:g} quantile delta_NN = {clip.value:.4g}")
     if setup.edge_d:  # the cut of hessian eq. (5) needs a few paths below its quantile

@@ -1,0 +1,127 @@
+"""Does the first phase settle at d = inf?  The Hessian after T steps of the DMFT law, over a long horizon.
+
+delta_NN is defined at the point where the first phase of GD settles (THEORY.md section 4).  The finite-d GD
+law at d = 1000 (validation/reports/nn/horizon.md) did not settle by t = eta T = 160: its left bulk edge stayed
+below 0.  This check asks the d = inf law itself, now that the truncated source basis (thresholds.dmft eq. (6b))
+makes long horizons affordable and free of the finite-paths bias (validation/reports/dmft_paths): one DMFT run
+of T steps per delta, and at each of its 16 checkpoints (T/16, ..., T)
+
+* ||theta||^2 and the train loss (has the first phase stopped moving?);
+* the lower quantiles 1e-4, 1e-3, 1e-2 of the Hessian weight G (thresholds.hessian eq. (3)) and its minimum;
+* the left bulk edge and the hard-outlier indicator (thresholds.hessian eq. (4)) on the law clipped at its 1e-3
+  quantile (a tail cut with a d = inf limit) and on the law cut at the extreme of n = delta D samples for each
+  D in ``--edge-d`` (eq. (5); the left edge of a data set at d = D).
+
+One JSON line per delta in ``validation/reports/settle/<activation>_eta<eta>_T<T>.jsonl`` (a delta already in
+the file is skipped, so an interrupted job resumes); ``--summary`` prints the tables of the report.
+
+Run:  python -m validation.settle -a quad --eta 0.05 --steps 6400 --delta 10,11,12 [--paths 160000]
+      python -m validation.settle -a quad --eta 0.05 --steps 6400 --summary
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from thresholds.dmft import DMFTSetup, solve_dmft
+from thresholds.hessian import hessian_weight, spectra_of_law
+from thresholds.laws import dmft_law
+from thresholds.numbers import mean_se
+from validation.records import append, read
+
+OUT = Path(__file__).parent / "reports" / "settle"
+SOURCE_TOL = 1e-3   # thresholds.dmft eq. (6b): the law without the finite-paths bias at long horizons
+QUANTILES = (1e-4, 1e-3, 1e-2)
+
+
+def run_delta(setup: DMFTSetup, edge_dims) -> dict:
+    """One DMFT run and its Hessian at every checkpoint (module docstring)."""
+    start = time.time()
+    res = solve_dmft(setup, cache=False)
+    law = dmft_law(res)
+    line = {"delta": setup.delta, "steps": setup.steps, "paths": setup.paths, "replicas": setup.replicas,
+            "source_tol": setup.source_tol, "seconds_dmft": time.time() - start, "checkpoints": []}
+    cuts = {0: spectra_of_law(setup, law, outliers="none")}
+    cuts.update({D: spectra_of_law(setup, law, outliers="none", edge_d=D) for D in edge_dims})
+    for step in sorted(law.steps):
+        q = {str(p): mean_se([_weighted_quantile(r, setup, p) for r in law.steps[step]]) for p in QUANTILES}
+        lows = [float(np.min(hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y))) for r in law.steps[step]]
+        row = {"step": step, "t": step * setup.eta, "norm2": float(res.norm2[step]),
+               "norm2_err": float(res.norm2_err[step]), "train": float(res.train_loss[step]),
+               "train_err": float(res.train_loss_err[step]), "G_quantiles": q, "G_min": mean_se(lows)}
+        plain = cuts[0][step]
+        row["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
+        row["cut"] = {str(D): {"left_edge": [h.left_edge, h.left_edge_err],
+                               "indicator": [h.negative_indicator, h.negative_indicator_err]}
+                      for D, h in ((D, cuts[D][step]) for D in cuts)}
+        line["checkpoints"].append(row)
+    line["seconds"] = time.time() - start
+    return line
+
+
+def _weighted_quantile(r, setup, p) -> float:
+    """The lower p-quantile of G under the path weights of one replica."""
+    G = hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y)
+    order = np.argsort(G)
+    cum = np.cumsum(np.asarray(r.w)[order])
+    return float(G[order][min(int(np.searchsorted(cum, p)), len(G) - 1)])
+
+
+def _fmt(pair, digits=3) -> str:
+    v, e = pair
+    return f"{v:+.{digits}f} +- {e:.{digits}f}" if math.isfinite(e) else f"{v:+.{digits}f}"
+
+
+def summary(lines: list, edge_dims) -> str:
+    """Markdown tables, one per delta: the checkpoints' norm, train loss, G quantiles and indicators."""
+    out = []
+    for line in sorted(lines, key=lambda r: r["delta"]):
+        out += [f"### delta = {line['delta']:g} ({line['replicas']} x {line['paths'] // line['replicas']} paths, "
+                f"source_tol {line['source_tol']:g}, {line['seconds']:.0f} s)", "",
+                "| step | t | norm2 | train | G q1e-3 | G q1e-2 | G min | indicator, G clipped at 1e-3 | "
+                + " | ".join(f"edge (n = delta {D}) | indicator (n = delta {D})" for D in edge_dims) + " |",
+                "|" + "---|" * (8 + 2 * len(edge_dims))]
+        for row in line["checkpoints"]:
+            cells = [str(row["step"]), f"{row['t']:g}", f"{row['norm2']:.4f}", f"{row['train']:.4f}",
+                     _fmt(row["G_quantiles"]["0.001"], 2), _fmt(row["G_quantiles"]["0.01"], 2),
+                     _fmt(row["G_min"], 1), _fmt(row["clipped"])]
+            for D in edge_dims:
+                cut = row["cut"].get(str(D))
+                cells += [_fmt(cut["left_edge"]), _fmt(cut["indicator"])] if cut else ["", ""]
+            out.append("| " + " | ".join(cells) + " |")
+        out.append("")
+    return "\n".join(out)
+
+
+@click.command()
+@click.option("-a", "--activation", default="quad")
+@click.option("-l", "--link", default="phase_retrieval")
+@click.option("--eta", type=float, default=0.05)
+@click.option("--steps", type=int, default=6400)
+@click.option("--delta", "deltas", default="10,11,12", help="comma-separated sample ratios")
+@click.option("--paths", type=int, default=160_000, help="paths, all replicas together")
+@click.option("--replicas", type=int, default=4)
+@click.option("--edge-d", "edge_dims", default="1000,4000", help="the D of the eq. (5) cuts, comma-separated")
+@click.option("--summary", "only_summary", is_flag=True)
+def main(activation, link, eta, steps, deltas, paths, replicas, edge_dims, only_summary):
+    OUT.mkdir(parents=True, exist_ok=True)
+    path = OUT / f"{activation}_{link}_eta{eta:g}_T{steps}.jsonl"
+    dims = [int(v) for v in edge_dims.split(",") if v]
+    if not only_summary:
+        for delta in (float(v) for v in deltas.split(",")):
+            if any(r["delta"] == delta and r["paths"] == paths for r in read(path)):
+                continue
+            setup = DMFTSetup(activation, link, delta, eta, steps, paths=paths, replicas=replicas,
+                              source_tol=SOURCE_TOL, population_risk=True)
+            append(path, run_delta(setup, dims))
+            print(f"delta {delta:g} done", flush=True)
+    print(summary(read(path), dims))
+
+
+if __name__ == "__main__":
+    main()
