@@ -338,3 +338,29 @@ def test_paired_crossing_counts_common_random_numbers():
             acc.append(se / se0)
     assert np.mean(nested) > 1.3 and np.mean(fresh) < 1.2
     assert paired_crossing(deltas, [[False] * K] * 4) == (None, None)
+
+
+def test_forced_figure_draws_the_d_inf_theory_from_nn_json(tmp_path):
+    """forced_trials --plot --delta-nn: delta_NN with the edge of n = delta D samples is a point at d = D (files
+    without edge_d or without a crossing are skipped), the first G-clipped crossing the horizontal line."""
+    import json
+
+    from validation.forced_trials import figure, nn_theory
+
+    def nn_json(name, edge_d, value, found=True, clipped=None):
+        res = {"setup": {"edge_d": edge_d, "steps": 2000}, "found": found, "delta_nn": value,
+               "delta_nn_low": value - 0.3, "delta_nn_high": value + 0.4,
+               "delta_nn_clipped": {"value": clipped, "found": clipped is not None}}
+        (tmp_path / name).write_text(json.dumps(res))
+        return tmp_path / name
+
+    files = [nn_json("a.json", 4000, 12.0), nn_json("b.json", 0, 11.0, clipped=10.5),
+             nn_json("c.json", 1000, 11.2, clipped=10.7), nn_json("d.json", 250, 64.0, found=False)]
+    theory, clipped, horizons = nn_theory(files)
+    assert theory == [(1000, 11.2, 11.2 - 0.3, 11.2 + 0.4), (4000, 12.0, 12.0 - 0.3, 12.0 + 0.4)]
+    assert clipped == (10.5, 2000) and horizons == {2000}
+    rows = [{"d": 400, "delta": delta, "trial": k, "success": k < 10 * i, "paths": 2500}
+            for i, delta in enumerate((4.0, 5.0, 6.0, 7.0)) for k in range(30)]
+    out = tmp_path / "fig.png"
+    figure(out, Problem("quad", "phase_retrieval", eta=0.05, steps=600), rows, nn_results=files)
+    assert out.stat().st_size > 10_000

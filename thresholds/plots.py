@@ -147,10 +147,13 @@ def grok_figure(out, path):
     _legend_and_save(plt, fig, ax, path)
 
 
-def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None, forced=None):
+def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None, forced=None, theory=None,
+                    delta_nn_label="delta_NN (d = inf)", theory_label="delta_NN, edge of n = delta d samples"):
     """Crossing delta_1/2 against d: ``predicted`` = [(d, value, low, high)] as a line with a band,
     ``simulated`` = [(d, value, s.e.)] with error bars, ``forced`` = [(d, value, s.e.)] (thresholds.forced)
-    with error bars, ``delta_nn`` (the d = inf threshold) as a horizontal line when given."""
+    with error bars, ``delta_nn`` (the d = inf threshold) as a horizontal line labelled ``delta_nn_label``, and
+    ``theory`` = [(d, value, low, high)] (delta_NN with the left edge of n = delta d samples) as points with
+    intervals labelled ``theory_label``, when given.  The y axis starts at 0 when ``theory`` or ``delta_nn`` is drawn."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 4))
     if predicted:
@@ -164,8 +167,14 @@ def finite_d_figure(path, predicted, simulated, *, title="", delta_nn=None, forc
     if simulated:
         d, v, e = (np.array(c, dtype=float) for c in zip(*simulated))
         ax.errorbar(d, v, yerr=e, fmt="s", color="tab:red", capsize=3, label="GD crossing +- s.e.")
+    if theory:
+        d, v, lo, hi = (np.array(c, dtype=float) for c in zip(*theory))
+        ax.errorbar(d, v, yerr=[v - lo, hi - v], fmt="^", color="tab:gray", capsize=3,
+                    label=theory_label)
     if delta_nn is not None:
-        ax.axhline(delta_nn, color="tab:gray", ls="--", label=f"delta_NN (d = inf) = {delta_nn:.3g}")
+        ax.axhline(delta_nn, color="tab:gray", ls="--", label=f"{delta_nn_label} = {delta_nn:.3g}")
+    if theory or delta_nn is not None:
+        ax.set_ylim(bottom=0)
     ax.set_xscale("log")
     ax.set_xlabel("d")
     ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")

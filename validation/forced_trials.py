@@ -13,6 +13,7 @@ the difference in combined binomial standard errors, and both logistic crossings
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import time
 from pathlib import Path
@@ -95,9 +96,11 @@ def crossings(rows) -> list:
     return out
 
 
-def figure(path: Path, problem: Problem, rows, gd_reports=(), planted=None) -> None:
+def figure(path: Path, problem: Problem, rows, gd_reports=(), planted=None, nn_results=()) -> None:
     """The forced crossings against d next to GD's and, from a ``planted_threshold`` records file, the
-    thresholds.planted prediction at the d of either."""
+    thresholds.planted prediction at the d of either; ``nn_results``: ``thresholds nn --law dmft --edge-d D
+    --json`` files, drawn as delta_NN at d = D (the d = inf first phase, the left edge of n = delta D samples),
+    the first one's G-clipped delta_NN as a horizontal line."""
     from thresholds.planted import crossing
     from thresholds.plots import finite_d_figure
     from validation.planted_threshold import points_of
@@ -112,8 +115,28 @@ def figure(path: Path, problem: Problem, rows, gd_reports=(), planted=None) -> N
             pts = points_of(rows_p)
             dims = sorted({d for d, _, _ in sim} | {d for d, _, _ in forced})
             pred = [(c.d, c.value, c.low, c.high) for c in (crossing(pts, d) for d in dims) if c.found]
+    theory, clipped, horizons = nn_theory(nn_results)
     finite_d_figure(path, pred, sim, forced=forced, title=f"{problem.activation} / {problem.link}, eta "
-                    f"{problem.eta:g}, m = 1, horizon {problem.steps} steps")
+                    f"{problem.eta:g}, m = 1, horizon {problem.steps} steps", theory=sorted(theory),
+                    delta_nn=clipped[0] if clipped else None,
+                    delta_nn_label=f"delta_NN, G clipped at 1e-3 (d = inf, T = {clipped[1]})" if clipped else "",
+                    theory_label=f"delta_NN (d = inf first phase, T = {', '.join(map(str, sorted(horizons)))}), "
+                                 "edge of n = delta d samples")
+
+
+def nn_theory(nn_results) -> tuple:
+    """From ``thresholds nn --json`` files: the points (D, delta_NN, low, high) of those with ``edge_d`` = D > 0
+    and a crossing found, sorted by D; the first G-clipped crossing found as (value, horizon steps) (None if none);
+    the horizons of the points."""
+    theory, clipped, horizons = [], None, set()
+    for name in nn_results:
+        res = json.loads(Path(name).read_text())
+        if res["setup"]["edge_d"] and res["found"]:
+            horizons.add(res["setup"]["steps"])
+            theory.append((res["setup"]["edge_d"], res["delta_nn"], res["delta_nn_low"], res["delta_nn_high"]))
+        if clipped is None and res["delta_nn_clipped"]["found"]:
+            clipped = (res["delta_nn_clipped"]["value"], res["setup"]["steps"])
+    return sorted(theory), clipped, horizons
 
 
 def summarize(rows, gd_reports=()) -> list[str]:
@@ -170,6 +193,8 @@ def main(argv=None):
     ap.add_argument("--gd", nargs="*", default=(), help="with --summary: validate report.md files")
     ap.add_argument("--plot", type=Path, help="with --summary: the crossings against d as a PNG")
     ap.add_argument("--planted", type=Path, help="with --plot: a planted_threshold records file to draw too")
+    ap.add_argument("--delta-nn", nargs="*", default=(), help="with --plot: `thresholds nn --law dmft --edge-d D "
+                    "--json` files (delta_NN of the d = inf first phase with the edge of n = delta D samples)")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
     path = records_path(problem, args.out)
@@ -181,7 +206,7 @@ def main(argv=None):
             raise SystemExit(f"error: {err}")
         print("\n".join(summarize(rows, args.gd)))
         if args.plot:
-            figure(args.plot, problem, rows, args.gd, args.planted)
+            figure(args.plot, problem, rows, args.gd, args.planted, args.delta_nn)
         return
     try:
         dims = [int(v) for v in args.dims.split(",")]
