@@ -726,24 +726,28 @@ def _nn_setup_options(func):
                      "(Hessian = Riemannian Hessian on the sphere)."),
         click.option("--law", type=click.Choice(["gd", "dmft"]), default="gd", show_default=True,
                      help="Law of (u, y, g) after the first phase: finite-d GD restricted to the complement of "
-                     "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; with --source-tol 0 its "
-                     "law is biased at long horizons unless --paths is large, use --source-tol 1e-3 (thresholds/"
-                     "METHODS.md); a path check is printed)."),
+                     "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; by default on the "
+                     "truncated source basis, --source-tol 1e-3, with the left tail of G cut at the extreme of "
+                     "n = delta * LAW_D samples, --edge-d, and enough --paths to resolve that cut; a path check is "
+                     "printed)."),
         click.option("--law-d", default=1000, show_default=True, type=click.IntRange(50, 10**6),
-                     help="Dimension of the finite-d law (--law gd)."),
+                     help="Dimension of the finite-d law (--law gd); with --law dmft the default --edge-d."),
         click.option("--law-dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
                      help="Storage of the finite-d law's data and weights (sums are float64 either way; float32 "
                      "halves the memory traffic of the GD runs, the indicators agree far inside their errors)."),
-        click.option("--paths", default=20_000, show_default=True, type=click.IntRange(16, 10**8),
-                     help="DMFT paths (all replicas together)."),
+        click.option("--paths", default=None, type=click.IntRange(0, 10**8),
+                     help="DMFT paths (all replicas together); 0 or unset: auto, at least 20000 and, with --edge-d, "
+                     "3 per replica below the cut at every delta (about 4.3 delta EDGE_D per replica)."),
         click.option("--replicas", default=3, show_default=True, type=click.IntRange(2, 1000),
                      help="Independent seeds (--law gd) or DMFT replicas (error bars)."),
-        click.option("--source-tol", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
+        click.option("--source-tol", default=None, type=click.FloatRange(0, 1, max_open=True),
                      help="--law dmft: relative innovation variance below which a psi column opens no new source "
-                     "(dmft eq. (6b)); 1e-3 removes most of the law's finite-paths bias at long horizons."),
-        click.option("--edge-d", default=0, show_default=True, type=click.IntRange(0, 10**9),
+                     "(dmft eq. (6b)); default 1e-3, which removes the law's finite-paths bias at long horizons "
+                     "(0: every column, the plain scheme)."),
+        click.option("--edge-d", default=None, type=click.IntRange(0, 10**9),
                      help="--law dmft: cut the law of G from below at the extreme of the n = delta * EDGE_D samples "
-                     "of a data set at d = EDGE_D (thresholds/hessian.py eq. (5)); 0: the paths' own extremes."),
+                     "of a data set at d = EDGE_D (thresholds/hessian.py eq. (5)); default --law-d; 0: the paths' "
+                     "own extremes."),
         click.option("--seed", default=0, show_default=True, type=SEED),
         click.option("--search-max", default=64.0, show_default=True, type=float, callback=RATIO,
                      help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),
@@ -755,6 +759,8 @@ def _nn_setup_options(func):
 
 def _nn_setup(activation, link, kw):
     """The NNSetup of the shared options (``--m inf``: the m -> inf Hessian on a law of width --population)."""
+    from thresholds.errors import ThresholdsError
+    from thresholds.forced import SOURCE_TOL
     from thresholds.nn import NNSetup
     from thresholds.problem import Problem
     wide = kw["width"] == math.inf
@@ -762,9 +768,15 @@ def _nn_setup(activation, link, kw):
     problem = Problem(activation, link, a=a, b=b, m=kw["population"] if wide else kw["width"],
                       eta=kw["eta"], steps=kw["steps"], rho0=kw["rho0"], weight_decay=kw["weight_decay"],
                       sphere=kw["sphere"])
+    dmft = kw["law"] == "dmft"   # its defaults: auto paths, the truncated basis, the edge of n = delta law_d samples
+    paths = kw["paths"] if kw["paths"] is not None else (0 if dmft else NNSetup.paths)
+    if 0 < paths < 16:
+        raise ThresholdsError(f"--paths must be 0 (auto) or at least 16, got {paths}")
+    source_tol = kw["source_tol"] if kw["source_tol"] is not None else (SOURCE_TOL if dmft else 0.0)
+    edge_d = kw["edge_d"] if kw["edge_d"] is not None else (kw["law_d"] if dmft else 0)
     return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
-                                law_dtype=kw["law_dtype"], paths=kw["paths"], replicas=kw["replicas"],
-                                source_tol=kw["source_tol"], edge_d=kw["edge_d"], seed=kw["seed"], search_max=kw["search_max"],
+                                law_dtype=kw["law_dtype"], paths=paths, replicas=kw["replicas"],
+                                source_tol=source_tol, edge_d=edge_d, seed=kw["seed"], search_max=kw["search_max"],
                                 rtol=kw["rtol"])
 
 
@@ -773,7 +785,7 @@ def _setup_line(setup) -> str:
             f"rho0 = {setup.rho0:g}, eta = {setup.eta:g}, weight decay = {setup.weight_decay:g}, "
             + ("spherical GD, " if setup.sphere else "")
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
-            + (f"{setup.paths} DMFT paths in {setup.replicas} replicas"
+            + (f"{setup.paths or 'auto'} DMFT paths in {setup.replicas} replicas"
                + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "")
                + (f", left tail of G at n = delta * {setup.edge_d} samples" if setup.edge_d else "")
                if setup.law == "dmft" else
@@ -866,7 +878,7 @@ def _run_nn(setup, no_cache, quiet=False, activity=None, name=""):
     if hit is not None:
         hit.from_cache = True
         return hit
-    law = (f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths} paths")
+    law = (f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths or 'auto'} paths")
     count = {"evaluations": 0, "last": None}
     import contextlib
     with (contextlib.nullcontext(activity) if activity is not None
@@ -1291,7 +1303,7 @@ def grok_cmd(activation, link, delta, dims, plot_path, as_json, **kw):
         abort("--delta must be > 0", 2)
     setup = _nn_setup(activation, link, kw)
     setup.validate()
-    law = f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths} paths"
+    law = f"GD law at d = {setup.law_d}" if setup.law == "gd" else f"DMFT, {setup.paths or 'auto'} paths"
     with Activity(f"escape times at delta = {delta:g}", disable=as_json) as act:
         act.begin(f"first phase ({law}), then the Hessian and the DMFT loss curves")
         out = escape_times(setup, delta, dim_list, cache=not kw["no_cache"], progress=act.update)

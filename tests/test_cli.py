@@ -314,7 +314,7 @@ def test_nn_edge_d_cuts_the_dmft_law_at_the_stated_sample_size(tmp_path, monkeyp
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     base = ["nn", "-a", "quad", "--eta", "0.05", "-T", "16", "--law", "dmft", "--paths", "8000", "--replicas", "2",
             "--source-tol", "1e-3", "--search-max", "8", "--json"]
-    plain, cut = run(*base), run(*base, "--edge-d", "20")
+    plain, cut = run(*base, "--edge-d", "0"), run(*base, "--edge-d", "20")
     assert plain.exit_code == 0 and cut.exit_code == 0, cut.output
     p, c = json.loads(plain.stdout), json.loads(cut.stdout)
     assert c["setup"]["edge_d"] == 20 and p["setup"]["edge_d"] == 0
@@ -324,3 +324,25 @@ def test_nn_edge_d_cuts_the_dmft_law_at_the_stated_sample_size(tmp_path, monkeyp
     assert not any("poorly resolved" in n for n in c["notes"])
     far = run(*base, "--edge-d", "2000")  # n = delta * 2000 samples: beyond what 4000 paths per replica resolve
     assert far.exit_code == 0 and any("poorly resolved" in n for n in json.loads(far.stdout)["notes"])
+
+
+def test_nn_dmft_law_defaults_to_the_unbiased_basis_and_the_edge_of_law_d(tmp_path, monkeypatch):
+    """`nn --law dmft` without --source-tol / --edge-d / --paths: the truncated source basis (1e-3), the left tail
+    of G cut at n = delta * LAW_D samples, and auto paths (NNSetup.paths_at: enough to resolve that cut), so that
+    it answers the question of the GD law; explicit values are kept."""
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    base = ["nn", "-a", "quad", "--eta", "0.05", "-T", "8", "--law", "dmft", "--replicas", "2", "--law-d", "50",
+            "--search-max", "8", "--json"]
+    res = run(*base)
+    assert res.exit_code == 0, res.output
+    out = json.loads(res.stdout)
+    assert out["setup"]["source_tol"] == 1e-3 and out["setup"]["edge_d"] == 50 and out["setup"]["paths"] == 0
+    delta = out["path_check"]["delta"]   # auto paths: 20000, or enough for the cut at n = 50 delta
+    assert out["path_check"]["paths"] == max(20000, 2 * math.ceil(3 / (-math.expm1(-math.log(2) / (50 * delta)))))
+    assert not any("poorly resolved" in n for n in out["notes"])
+    res = run(*base, "--paths", "4000", "--source-tol", "0", "--edge-d", "0")
+    assert res.exit_code == 0, res.output
+    setup = json.loads(res.stdout)["setup"]
+    assert (setup["paths"], setup["source_tol"], setup["edge_d"]) == (4000, 0.0, 0)
+    res = run(*base, "--paths", "8")
+    assert res.exit_code == 2 and "--paths must be 0 (auto) or at least 16" in res.output and "Traceback" not in res.output

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from cli import parse_scan
 from thresholds.crossing import crossing
+from thresholds.errors import ThresholdsError
 from thresholds.nn import Evaluation, NNSetup
 from thresholds.outlier import spike_threshold
 from thresholds.stieltjes import WeightLaw
@@ -299,3 +300,20 @@ def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, so
         assert check["half_paths"] == 2000 and bool(notes) == flagged
         if flagged:
             assert fragment in notes[0] and (edge_d == 0 or "--edge-d D" not in notes[0])
+
+
+def test_auto_paths_resolve_the_edge_cut_at_every_delta():
+    """NNSetup.paths_at: explicit paths as given; paths = 0 (auto) at least AUTO_PATHS, and with edge_d enough
+    paths per replica that CUT_RESOLVED of them lie below the quantile of hessian eq. (5) at that delta."""
+    from thresholds.hessian import CUT_RESOLVED, paths_below_cut
+    from thresholds.nn import AUTO_PATHS
+    assert NNSetup("quad", law="dmft", paths=4000).paths_at(30.0) == 4000
+    assert NNSetup("quad", law="dmft", paths=0).paths_at(30.0) == AUTO_PATHS
+    auto = NNSetup("quad", law="dmft", paths=0, replicas=3, edge_d=1000)
+    assert auto.paths_at(1.0) == AUTO_PATHS   # 3 x 4328 paths resolve n = 1000
+    for delta in (11.0, 20.0, 40.0):
+        per = auto.paths_at(delta) // 3
+        assert CUT_RESOLVED <= paths_below_cut(per, delta * 1000) < CUT_RESOLVED + 0.01
+    assert auto.dmft(20.0).paths == auto.paths_at(20.0)
+    with pytest.raises(ThresholdsError):
+        NNSetup("quad", law="dmft", paths=-1).validate()

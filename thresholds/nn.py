@@ -40,11 +40,12 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .dmft import DMFTSetup
 from .errors import ThresholdsError, UnsupportedError
-from .hessian import CLIP_QUANTILE
+from .hessian import CLIP_QUANTILE, CUT_RESOLVED, sample_quantile
 from .problem import Problem
 
 
 FINITE_D = (200, 400, 1000, 2000, 4000, 10_000, 100_000)
+AUTO_PATHS = 20_000   # ``paths`` = 0 ("auto", DMFT law): at least this many, and enough to resolve the eq. (5) cut
 SCANNABLE = ("rho0", "a", "b", "eta", "weight_decay", "steps")
 
 
@@ -57,7 +58,7 @@ class NNSetup(Problem):
     law: str = "gd"          # "gd": law of (u, y, g) from finite-d GD (replicas = seeds); "dmft" (README)
     law_d: int = 1000        # dimension of the "gd" law
     law_dtype: str = "float32"  # storage of the "gd" law's data (accumulations are float64; README)
-    paths: int = 20_000
+    paths: int = 20_000      # DMFT paths, all replicas; 0: auto (:meth:`paths_at`)
     replicas: int = 3
     source_tol: float = 0.0  # "dmft" law: thresholds.dmft eq. (6b) (0: every psi column opens a source)
     edge_d: int = 0          # "dmft" law: G's tail cut at the extreme of n = delta edge_d samples (0: the paths')
@@ -87,9 +88,18 @@ class NNSetup(Problem):
     def problem(self) -> Problem:
         return Problem.of(self)
 
+    def paths_at(self, delta: float) -> int:
+        """The DMFT paths (all replicas) at ``delta``: ``paths``, or with ``paths`` = 0 (auto) at least AUTO_PATHS and,
+        with ``edge_d`` > 0, CUT_RESOLVED per replica below the cut of n = delta edge_d samples (thresholds.hessian
+        eq. (5): about 4.3 delta edge_d per replica)."""
+        if self.paths:
+            return int(self.paths)
+        per = math.ceil(CUT_RESOLVED / sample_quantile(delta * self.edge_d)) if self.edge_d else 0
+        return max(AUTO_PATHS, self.replicas * per)
+
     def dmft(self, delta: float) -> DMFTSetup:
         """The DMFT (and Hessian) setup of this problem at ``delta``."""
-        return DMFTSetup.from_problem(replace(self.problem, steps=int(self.steps)), delta, paths=self.paths,
+        return DMFTSetup.from_problem(replace(self.problem, steps=int(self.steps)), delta, paths=self.paths_at(delta),
                                       replicas=self.replicas, seed=self.seed,
                                       source_tol=self.source_tol if self.law == "dmft" else 0.0)
 
@@ -109,6 +119,8 @@ class NNSetup(Problem):
                                   "of its own n = delta law_d samples")
         if self.edge_d < 0:
             raise ThresholdsError(f"edge_d must be >= 0, got {self.edge_d}")
+        if self.paths < 0:
+            raise ThresholdsError(f"paths must be >= 0 (0: auto), got {self.paths}")
         if self.law_dtype not in ("float32", "float64"):
             raise ThresholdsError(f"law_dtype must be 'float32' or 'float64', got {self.law_dtype!r}")
         if self.law == "gd" and self.law_d < 50:

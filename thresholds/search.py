@@ -222,7 +222,7 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
         notes.append(f"tail-driven: with G clipped at its {CLIP_QUANTILE:g} quantile delta_NN = {clip.value:.4g}")
     if setup.edge_d:  # the cut of hessian eq. (5) needs a few paths below its quantile
         n = ref.delta * setup.edge_d
-        per = setup.paths // setup.replicas
+        per = setup.paths_at(ref.delta) // setup.replicas
         if paths_below_cut(per, n) < CUT_RESOLVED:
             notes.append(f"the left tail is cut at the extreme of n = {n:.0f} samples, but {per} paths per replica "
                          f"put {paths_below_cut(per, n):.1f} below it: the cut is poorly resolved (use at least "
@@ -234,17 +234,18 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
     """DMFT law: the indicators at ``ref.delta`` again with half the paths; a difference beyond 2 combined
     s.e. from some step on is the path bias of the sources back-end (a note is added)."""
     setup = f.setup
-    half_setup = replace(setup, paths=max(setup.paths // 2, 2 * setup.replicas))
+    paths = setup.paths_at(ref.delta)
+    half_setup = replace(setup, paths=max(paths // 2, 2 * setup.replicas))
     hv = evaluate(half_setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source)
     diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
     err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
     bad = [s for s, d_, e in zip(ref.steps, diff, err) if abs(d_) > 2 * e]
     if bad:
         notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
-                     f"by more than 2 s.e. between {half_setup.paths} and {setup.paths} paths from step "
+                     f"by more than 2 s.e. between {half_setup.paths} and {paths} paths from step "
                      f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
                      + _path_remedy(setup, ref.delta, half_setup.paths // setup.replicas))
-    return {"delta": ref.delta, "paths": setup.paths, "half_paths": half_setup.paths,
+    return {"delta": ref.delta, "paths": paths, "half_paths": half_setup.paths,
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
             "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
 
