@@ -297,9 +297,15 @@ def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, so
         monkeypatch.setattr(search, "evaluate", lambda s, d, shift=shift, **kw: ev(shift))
         notes = []
         check = search._path_check(f, ref, notes)
-        assert check["half_paths"] == 2000 and bool(notes) == flagged
+        assert check["half_paths"] == check["check_paths"] == 2000 and bool(notes) == flagged
         if flagged:
             assert fragment in notes[0] and (edge_d == 0 or "--edge-d D" not in notes[0])
+    # auto paths are the fewest that resolve the cut, so the check runs twice as many instead of half
+    auto = NNSetup("quad", law="dmft", paths=0, replicas=2, source_tol=source_tol, edge_d=edge_d)
+    seen = []
+    monkeypatch.setattr(search, "evaluate", lambda s, d, **kw: seen.append(s.paths) or ev(0.0))
+    check = search._path_check(search._Indicators(auto, False, None, None, None), ref, [])
+    assert seen == [check["check_paths"]] == [2 * auto.paths_at(6.0)] and "half_paths" not in check
 
 
 def test_auto_paths_resolve_the_edge_cut_at_every_delta():

@@ -10,7 +10,8 @@ For each delta the law of (u, y, g) after the first phase is obtained either fro
 to the complement of theta_* (``law = "gd"``, the default of the CLI: dimension ``law_d``, ``replicas``
 seeds; supplied by the validation layer, thresholds.laws) or from the DMFT (``law = "dmft"``, cached; with
 every source its law is biased at long horizons unless the number of paths is large, and ``source_tol``
-1e-3 removes that bias, thresholds.dmft eq. (6b); a path check at half the paths is reported).  At the
+1e-3 removes that bias, thresholds.dmft eq. (6b); a path check at half the paths, or twice the automatic
+number, is reported).  At the
 16 checkpoints t = T/16, ..., T the Hessian weight law G_t gives the hard-outlier indicator
 
     I_t(delta) = -S(alpha at min(0, left bulk edge))      (> 0 iff a negative hard outlier exists)   (1)

@@ -231,34 +231,37 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
 
 
 def _path_check(f: _Indicators, ref, notes: list) -> dict:
-    """DMFT law: the indicators at ``ref.delta`` again with half the paths; a difference beyond 2 combined
-    s.e. from some step on is the path bias of the sources back-end (a note is added)."""
+    """DMFT law: the indicators at ``ref.delta`` again with half the paths (twice as many with auto paths,
+    ``paths`` = 0, whose count is the least that resolves the eq. (5) cut, so that half of it would not); a
+    difference beyond 2 combined s.e. from some step on is the path bias of the sources back-end or the extreme
+    values of G (a note is added)."""
     setup = f.setup
     paths = setup.paths_at(ref.delta)
-    half_setup = replace(setup, paths=max(paths // 2, 2 * setup.replicas))
-    hv = evaluate(half_setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source)
+    other = 2 * paths if not setup.paths else max(paths // 2, 2 * setup.replicas)
+    check_setup = replace(setup, paths=other)
+    hv = evaluate(check_setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source)
     diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
     err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
     bad = [s for s, d_, e in zip(ref.steps, diff, err) if abs(d_) > 2 * e]
     if bad:
         notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
-                     f"by more than 2 s.e. between {half_setup.paths} and {paths} paths from step "
+                     f"by more than 2 s.e. between {paths} and {other} paths from step "
                      f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
-                     + _path_remedy(setup, ref.delta, half_setup.paths // setup.replicas))
-    return {"delta": ref.delta, "paths": paths, "half_paths": half_setup.paths,
+                     + _path_remedy(setup, ref.delta, min(paths, other) // setup.replicas))
+    return {"delta": ref.delta, "paths": paths, "check_paths": other, **({"half_paths": other} if other < paths else {}),
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
             "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
 
 
-def _path_remedy(setup: NNSetup, delta: float, half_per_replica: int) -> str:
+def _path_remedy(setup: NNSetup, delta: float, fewer_per_replica: int) -> str:
     """What a path-check failure most likely is, and what to do, for the DMFT scheme of ``setup``."""
     if not setup.source_tol:
         return ("the plain sources back-end carries a self-interaction that grows with t: use --source-tol 1e-3 "
                 "(dmft eq. (6b)), more paths or the finite-d GD law")
     if setup.edge_d:
         n = delta * setup.edge_d
-        cause = (f"(the cut at n = {n:.0f} samples, hessian eq. (5), has {paths_below_cut(half_per_replica, n):.1f} "
-                 "paths per replica below it at half the paths)")
+        cause = (f"(the cut at n = {n:.0f} samples, hessian eq. (5), has {paths_below_cut(fewer_per_replica, n):.1f} "
+                 "paths per replica below it in the run with fewer paths)")
     else:
         cause = ("(its left edge is the minimum over the paths; the clipped indicator does not move in "
                  "validation/reports/dmft_paths): --edge-d D puts the edge of a data set at d = D instead "
