@@ -16,7 +16,11 @@ Measured (validation/reports/planted section 6c):
   missed by about 2x and 18x: a further d needs trials of its own;
 - now (no quadrature test loss in planted runs, compact trial cache, paths per trial max(n, 2500 m), eq. (4) of
   thresholds.forced): 32 s for d = 400 (5.82 [5.63, 6.02] against GD 5.40 +- 0.10), 35 s more for d = 800
-  (5.92 [5.75, 6.09] against 5.63 +- 0.10).  The first goal is met; the second is missed by 1.75x.
+  (5.92 [5.75, 6.09] against 5.63 +- 0.10).  The first goal is met; the second is missed by 1.75x;
+- now (the sources DMFT builds u from one product on combined source rows and skips the second Gram-Schmidt pass
+  where no column opens a source, outputs equal to 1e-13; a trial at d = 800 0.27 s -> 0.24 s): 21 s for d = 400,
+  23 s more for d = 800, the same crossings.  The second goal is missed by 1.15x: 160 trials of about 0.25 s on two
+  cores are 20 s before any overhead; a further d needs trials of its own.
 
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.
@@ -63,7 +67,8 @@ def test_forced_width_prediction_cold(benchmark):
     retrieval, eta 0.05, 600 steps, d = 200, 40 trials per delta, width BENCH_M (default 2), from delta 3.5.
 
     Measured (2 worker processes, the machine otherwise idle): m = 2 (5000 paths per trial, eq. (4)) in 182 s,
-    3.34 [3.25, 3.42] against GD 3.24 +- 0.07 (deltas 2.647 (2/40), 3.043 (13), 3.5 (25), 4.025 (36)).  Not
+    3.34 [3.25, 3.42] against GD 3.24 +- 0.07 (deltas 2.647 (2/40), 3.043 (13), 3.5 (25), 4.025 (36)); 152 s with
+    the faster sources step (the same crossing).  Not
     measured at m = 4 and 8: a trial's cost is O(N r T) with N and r both proportional to m (single trials alone
     on a core: 16 s at m = 4 and 54 s at m = 8, 20000 paths each), so 160 trials on two cores take roughly 10-20
     and 70 minutes there."""
