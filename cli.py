@@ -953,7 +953,7 @@ def _finite_d_options(dims_help: str):
     def decorate(func):
         opts = [
             click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-                         help=dims_help + " From an empty cache: about 30 s per d at m = 1 (forced), tens of "
+                         help=dims_help + " From an empty cache: about 20-25 s per d at m = 1 (forced), tens of "
                          "minutes at m > 1 or with planted (validation/bench_forced.py, bench_planted.py); every run is cached, "
                          "so an interrupted command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
