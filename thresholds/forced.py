@@ -262,8 +262,8 @@ def points(trials) -> list[ForcedPoint]:
 
 SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed horizon of 600 steps. m = 1, "
          "stratified "
-         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-3200) and quad (eta 0.05, d = 400-3200) each within 0.9 "
-         "s.e. on both sides, quad / |z| (d = 200-1600) +0.6 to +1.4 s.e. (a 40-trial prediction, quad d = 400: -1.7 "
+         "overlaps: gelu / phase retrieval (eta 0.1, d = 200-3200) within 0.9 s.e. and quad (eta 0.05, d = 200-3200) "
+         "within 1.7 s.e., on both sides, quad / |z| (d = 200-1600) +0.6 to +1.4 s.e. (a 40-trial prediction, quad d = 400: -1.7 "
          "and +1.9 for two path draws; validation/reports/planted 6c-6e); at validate's own horizon quad d = 200-800 "
          "within 1.4 s.e. (6f). Paths per trial max(n, 2500 m) (eq. (4)): the escape counts of 20k paths (6e). "
          "m = 2, 4 at d = 200: within 2 s.e. but quad high (+1.8, +1.6 s.e.), gelu m = 2 low (-1.9), m = 4 +1.1 "
