@@ -290,11 +290,11 @@ class DMFTSetup:
 
     def memory_bytes(self) -> int:
         """Float64 storage of one replica: the kernels C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
-        Lpsi (~T^2 m^2 each) and the per-path arrays (eps and the whitened psi, n T m each; ``pathwise``:
-        the tangents, n T^2)."""
+        Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n T m
+        each, of which a truncated basis touches only the opened rows; ``pathwise``: the tangents, n T^2)."""
         T, m, n = self.steps, self.m, self.paths // max(self.replicas, 1)
         kernels = 4 * (T + 1) ** 2 * m * m
-        paths = 2 * n * T * m if self.response != "pathwise" else n * (T + 1) ** 2
+        paths = 3 * n * T * m if self.response != "pathwise" else n * (T + 1) ** 2
         return 8 * (kernels + paths)
 
 
@@ -599,8 +599,7 @@ def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=
     past = PsitT[:r]
     coef = (past @ (omega[:, None] * psi)).T            # (m, r): <psi_k, psit^j>_omega
     res = psi - (coef @ past).T
-    var = omega @ (psi * psi)
-    if compact and np.all(omega @ (res * res) < 0.5 * floor * np.maximum(var, 1e-300)):
+    if compact and np.all(omega @ (res * res) < 0.5 * floor * np.maximum(omega @ (psi * psi), 1e-300)):
         # No column can open a source (the second pass changes the residual's variance by a relative O(u)):
         # the residuals are dropped, and one pass gives their coefficients to rounding, so skip the second.
         Lpsi[P : P + M, :r] = coef

@@ -49,8 +49,9 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
     cuts = {0: spectra_of_law(setup, law, outliers="none")}
     cuts.update({D: spectra_of_law(setup, law, outliers="none", edge_d=D) for D in edge_dims})
     for step in sorted(law.steps):
-        q = {str(p): mean_se([_weighted_quantile(r, setup, p) for r in law.steps[step]]) for p in QUANTILES}
-        lows = [float(np.min(hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y))) for r in law.steps[step]]
+        Gs = [(hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y), np.asarray(r.w)) for r in law.steps[step]]
+        q = {str(p): mean_se([_weighted_quantile(G, w, p) for G, w in Gs]) for p in QUANTILES}
+        lows = [float(np.min(G)) for G, _ in Gs]
         row = {"step": step, "t": step * setup.eta, "norm2": float(res.norm2[step]),
                "norm2_err": float(res.norm2_err[step]), "train": float(res.train_loss[step]),
                "train_err": float(res.train_loss_err[step]), "G_quantiles": q, "G_min": mean_se(lows)}
@@ -64,11 +65,10 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
     return line
 
 
-def _weighted_quantile(r, setup, p) -> float:
-    """The lower p-quantile of G under the path weights of one replica."""
-    G = hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y)
+def _weighted_quantile(G, w, p) -> float:
+    """The lower p-quantile of G under the path weights w of one replica."""
     order = np.argsort(G)
-    cum = np.cumsum(np.asarray(r.w)[order])
+    cum = np.cumsum(w[order])
     return float(G[order][min(int(np.searchsorted(cum, p)), len(G) - 1)])
 
 
