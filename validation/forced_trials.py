@@ -117,7 +117,7 @@ def figure(path: Path, problem: Problem, rows, gd_reports=(), planted=None, nn_r
             pred = [(c.d, c.value, c.low, c.high) for c in (crossing(pts, d) for d in dims) if c.found]
     theory, clipped, horizons = nn_theory(nn_results)
     finite_d_figure(path, pred, sim, forced=forced, title=f"{problem.activation} / {problem.link}, eta "
-                    f"{problem.eta:g}, m = 1, horizon {problem.steps} steps", theory=sorted(theory),
+                    f"{problem.eta:g}, m = 1, horizon {problem.steps} steps", theory=theory,
                     delta_nn=clipped[0] if clipped else None,
                     delta_nn_label=f"delta_NN, G clipped at 1e-3 (d = inf, T = {clipped[1]})" if clipped else "",
                     theory_label=f"delta_NN (d = inf first phase, T = {', '.join(map(str, sorted(horizons)))}), "
