@@ -203,6 +203,27 @@ def test_block_whitening_is_column_by_column_gram_schmidt(m):
     assert kept.sum() == L - (m > 1)  # only the dependent column opened no path
 
 
+@pytest.mark.parametrize("m", [1, 3])
+def test_end_of_run_covariances_are_the_row_by_row_products(m):
+    """C and Cpsi of a ``sources`` run are formed once after the loop (dmft._sources_covariances); element by
+    element they must be C(t, s)_jk = rho0^2 A(t)_j . A(s)_k + Bt(t)_j . Bt(s)_k / delta and
+    Cpsi(t, s)_jk = Lpsi(t m + j) . Lpsi(s m + k) for t, s < T (zero on the last row and column)."""
+    from thresholds.dmft import _sources_covariances
+
+    rng = np.random.default_rng(5)
+    T1, r, rho0, delta = 7, 9, 0.8, 2.5
+    A, Bt, Lpsi = rng.standard_normal((T1, m, m)), rng.standard_normal((T1, m, r)), rng.standard_normal((T1 * m, r))
+    C, Cpsi = _sources_covariances(A, Bt, Lpsi, rho0, delta)
+    assert C.shape == Cpsi.shape == (T1, T1, m, m)
+    for t in range(T1):
+        for s in range(T1):
+            for j in range(m):
+                for k in range(m):
+                    c = rho0**2 * A[t, j] @ A[s, k] + Bt[t, j] @ Bt[s, k] / delta
+                    cp = Lpsi[t * m + j] @ Lpsi[s * m + k] if t < T1 - 1 and s < T1 - 1 else 0.0
+                    assert abs(C[t, s, j, k] - c) < 1e-12 and abs(Cpsi[t, s, j, k] - cp) < 1e-12
+
+
 def test_truncated_basis_represents_every_column_within_the_tolerance():
     """eq. (6b): with a source tolerance only the columns whose residual against the sources so far has
     relative variance above it open a source (compacted rows); every column is reproduced by its row of

@@ -547,27 +547,28 @@ def _forcing_weights(setup, rng, omega):
     return own.standard_normal(omega.shape[0]) * np.sqrt(np.maximum(extra, 0.0))
 
 
-def _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r0, r1, zeta=None, hard_rows=None):
-    """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the row t of Cpsi, the
+def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_forced=None):
+    """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
-    Bt and M.  r0 and r1 are the numbers of source rows before and after the whitening of step t (t m and
-    (t + 1) m with every source); the sources r0..r1 - 1 opened at step t enter from step t + 1 on.  ``zeta``:
-    the per-path forcing weights of eq. (7b) on the signal rows ``hard_rows`` (None: no forcing)."""
-    M, P = psi.shape[1], t * psi.shape[1]
+    Bt and M.  ``wpsi`` = omega psi^t (paths x m).  r0 and r1 are the numbers of source rows before and after
+    the whitening of step t (t m and (t + 1) m with every source); the sources r0..r1 - 1 opened at step t
+    enter from step t + 1 on.  ``gE_forced``: None (no forcing), or the columns [gE, zeta g_H] whose last r_H
+    give the finite-n fluctuation of the hard gradient (eq. (7b), zeta the per-path forcing weights)."""
+    M, P = wpsi.shape[1], t * wpsi.shape[1]
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
-    Cpsi[t, : t + 1] = np.einsum("jp,skp->sjk", rows, Lpsi[: P + M, :r1].reshape(t + 1, M, r1))
-    Cpsi[: t + 1, t] = np.transpose(Cpsi[t, : t + 1], (0, 2, 1))
-    wpsi = omega[:, None] * psi
     RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
     RB = math.sqrt(setup.delta) * (epsT[:r0] @ wpsi).T
     A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
     Bt[t + 1, :, :r0] = (1 - eta * lam) * Bt[t, :, :r0] + eta * RB + eta * rows[:, :r0]
     Bt[t + 1, :, r0:r1] = eta * rows[:, r0:]
-    Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
-    if zeta is not None:  # eq. (7b): the finite-n fluctuation of the hard gradient
-        Msig[t + 1, hard_rows] += eta * ((gE[:, hard_rows] * zeta[:, None]).T @ wpsi)
+    if gE_forced is None:
+        Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * (gE.T @ wpsi)
+    else:  # eq. (7b): the signal gradient and the hard gradient's finite-n fluctuation from one product
+        rE, grad = gE.shape[1], gE_forced.T @ wpsi
+        Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * grad[:rE]
+        Msig[t + 1, rE - (grad.shape[0] - rE):] += eta * grad[rE:]
 
 
 def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
@@ -581,7 +582,7 @@ def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
     Msig[t + 1] *= scale[None, :]
 
 
-def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=False):
+def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=False, wpsi=None):
     """Gram-Schmidt of the m columns psi_k^t (column rows P + k of Lpsi) against the r whitened source paths
     so far (r = P when omitted): fills the rows P + k of Lpsi (psi^t = sum_J Lpsi(t, J) psit^J) and, when
     the innovation's variance is above ``floor`` times the column's, opens a new source: whitened path
@@ -591,19 +592,21 @@ def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=
     orthogonality), so the past paths are read four times whatever m is; then each is orthogonalized
     against the new paths of the columns before it, again twice.  In exact arithmetic this is
     column-by-column Gram-Schmidt.  With ``compact``, a step at which no column's first-pass residual reaches
-    half the tolerance opens no source, and its second pass is skipped (the residuals are dropped; the
-    coefficients of one pass are exact to rounding): most steps of a truncated basis, read twice instead of
-    four times."""
+    half the tolerance opens no source: its coefficients of one pass are exact to rounding, the residuals are
+    dropped and never formed (their variance is |psi_k|^2 - |coef_k|^2, Pythagoras on the orthonormal past,
+    exact to a relative O(u) far inside the factor 2 of margin): most steps of a truncated basis read the
+    past once instead of four times.  ``wpsi``: omega psi, when the caller has it."""
     M = psi.shape[1]
     r = P if r is None else r
     past = PsitT[:r]
-    coef = (past @ (omega[:, None] * psi)).T            # (m, r): <psi_k, psit^j>_omega
+    wpsi = omega[:, None] * psi if wpsi is None else wpsi
+    coef = (past @ wpsi).T                              # (m, r): <psi_k, psit^j>_omega
+    if compact:
+        var = (wpsi * psi).sum(axis=0)                 # |psi_k|^2_omega
+        if ((var - (coef * coef).sum(axis=1)) < (0.5 * floor) * var).all():
+            Lpsi[P : P + M, :r] = coef                  # no column can open a source
+            return r
     res = psi - (coef @ past).T
-    if compact and np.all(omega @ (res * res) < 0.5 * floor * np.maximum(omega @ (psi * psi), 1e-300)):
-        # No column can open a source (the second pass changes the residual's variance by a relative O(u)):
-        # the residuals are dropped, and one pass gives their coefficients to rounding, so skip the second.
-        Lpsi[P : P + M, :r] = coef
-        return r
     fix = (past @ (omega[:, None] * res)).T
     res -= (fix @ past).T
     Lpsi[P : P + M, :r] = coef + fix
@@ -627,6 +630,20 @@ def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=
     return J
 
 
+def _sources_covariances(A, Bt, Lpsi, rho0, delta):
+    """C (eq. (5) on the sources) and Cpsi of a finished ``sources`` run, each one product over the stored rows:
+    C(t, s)_jk = rho0^2 A(t)_j . A(s)_k + Bt(t)_j . Bt(s)_k / delta and Cpsi(t, s)_jk = Lpsi(t m + j) . Lpsi(s m + k)
+    (psi^t = sum_J Lpsi(t m + j, J) psit^J on orthonormal psit; Cpsi(T, .) = 0, no psi^T is whitened).  Arrays
+    (T + 1, T + 1, m, m).  The loop needs only tr C(t, t), so the full matrices wait for the end."""
+    T1, M = A.shape[0], A.shape[1]
+    A2, B2 = A.reshape(T1 * M, M), Bt.reshape(T1 * M, Bt.shape[2])
+    C = (rho0**2 * (A2 @ A2.T) + (B2 @ B2.T) / delta).reshape(T1, M, T1, M)
+    L2 = Lpsi[: (T1 - 1) * M]
+    Cpsi = np.zeros((T1, T1, M, M))
+    Cpsi[:-1, :-1] = np.transpose((L2 @ L2.T).reshape(T1 - 1, M, T1 - 1, M), (0, 2, 1, 3))
+    return np.ascontiguousarray(np.transpose(C, (0, 2, 1, 3))), Cpsi
+
+
 def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     """The ``sources`` method of the module docstring, for m >= 1 neurons: sources and
     whitened psi columns are indexed by (step, neuron) pairs J = s m + k.  With easy
@@ -644,6 +661,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         test_rng = np.random.default_rng(rng.integers(2**63))
         sig = act.numpy(0)
     zeta = _forcing_weights(setup, rng, omega) if setup.forcing_n else None
+    gE_forced = None if zeta is None else np.hstack([gE, gE[:, hard_rows] * zeta[:, None]])  # eq. (7b)
     nu = rng.standard_normal((n, M))
     # Per-path arrays are stored (column J, path): row J of epsT is source J = s m + k (causal in the horizon),
     # row J of PsitT the whitened psi path J, so that X[:P] is one contiguous block (the memory-bound products).
@@ -655,8 +673,6 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     A = np.zeros((T + 1, M, M))
     A[0] = (np.linalg.cholesky(np.reshape(setup.initial_gram, (M, M))) if setup.initial_gram  # eq. (7c)
             else np.eye(M))
-    C = np.zeros((T + 1, T + 1, M, M))
-    Cpsi = np.zeros((T + 1, T + 1, M, M))
     Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
     Lpsi = np.zeros((T * M, T * M))
     PsitT = np.zeros((T * M, n))         # whitened psi paths
@@ -679,18 +695,18 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             both[drawn:r] = epsT[drawn:r] / sq + PsitT[drawn:r] / delta
             drawn = r
         Bt_t = Bt[t, :, :r]
-        C[t, : t + 1] = (rho0**2 * np.einsum("jl,skl->sjk", A[t], A[: t + 1])  # eq. (5) on the sources
-                         + np.einsum("jp,skp->sjk", Bt_t, Bt[: t + 1, :, :r]) / delta)
-        C[: t + 1, t] = np.transpose(C[t, : t + 1], (0, 2, 1))
         # eq. (1): the Gaussian part on the sources plus the memory term on the whitened psi paths
         u = rho0 * nu @ A[t].T + (Bt_t @ both[:r]).T
         if rE:
-            u += gE @ Msig[t]
-        _check_finite(t, (np.trace(C[t, t]) + np.sum(Msig[t] ** 2)) / M, u, eta)
+            u += gE * Msig[t, 0] if rE == 1 else gE @ Msig[t]   # (n, 1) @ (1, m) by broadcasting: faster
+        # ||theta||^2: tr C(t, t) of eq. (5) plus the signal overlaps (C itself is formed after the loop)
+        _check_finite(t, (rho0**2 * np.vdot(A[t], A[t]) + np.vdot(Bt_t, Bt_t) / delta
+                          + np.vdot(Msig[t], Msig[t])) / M, u, eta)
         kernel(u, y, a_j, b_j, psi, loss)
         train[t] = float(omega @ loss)
         if rE and setup.population_risk:
-            test[t] = _test_loss_signal(sig, a_j, b_j, gE @ Msig[t], y, omega, C[t, t], Ey2, test_rng)
+            Ctt = rho0**2 * A[t] @ A[t].T + Bt_t @ Bt_t.T / delta   # C(t, t), eq. (5)
+            test[t] = _test_loss_signal(sig, a_j, b_j, gE @ Msig[t], y, omega, Ctt, Ey2, test_rng)
         if progress is not None:
             progress(t)
         if t in snaps:
@@ -698,11 +714,13 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         if t == T:
             w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
             break
-        r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact)
-        _sources_step(t, setup, psi, omega, nu, epsT, gE, Lpsi, Cpsi, A, Bt, Msig, r, r_new, zeta, hard_rows)
+        wpsi = omega[:, None] * psi
+        r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
+        _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced)
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)
+    C, Cpsi = _sources_covariances(A, Bt[:, :, :r], Lpsi[:, :r], rho0, delta)
     if M == 1:
         A, C, Cpsi, u, w = A[:, 0, 0], C[:, :, 0, 0], Cpsi[:, :, 0, 0], u[:, 0], w[:, 0]
         snaps = {s: v[:, 0] for s, v in snaps.items()}

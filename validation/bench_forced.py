@@ -20,7 +20,12 @@ Measured (validation/reports/planted section 6c):
 - now (the sources DMFT builds u from one product on combined source rows and skips the second Gram-Schmidt pass
   where no column opens a source, outputs equal to 1e-13; a trial at d = 800 0.27 s -> 0.24 s): 21 s for d = 400,
   23 s more for d = 800, the same crossings.  The second goal is missed by 1.15x: 160 trials of about 0.25 s on two
-  cores are 20 s before any overhead; a further d needs trials of its own.
+  cores are 20 s before any overhead; a further d needs trials of its own;
+- now (C and Cpsi of a sources run formed once after the loop; the truncated basis's no-source test from the
+  projection coefficients, so that such a step reads the past sources once; the signal gradient and the hard
+  forcing from one product; outputs equal to 1e-13; a trial at d = 800 0.21 s -> 0.14 s alone on a core): 15 s
+  for d = 400, **17 s more for d = 800** (goal 20 s: met), the same crossings (5.821 [5.625, 6.018], 5.922
+  [5.751, 6.094]).
 
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.
