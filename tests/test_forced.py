@@ -364,3 +364,22 @@ def test_forced_figure_draws_the_d_inf_theory_from_nn_json(tmp_path):
     out = tmp_path / "fig.png"
     figure(out, Problem("quad", "phase_retrieval", eta=0.05, steps=600), rows, nn_results=files)
     assert out.stat().st_size > 10_000
+
+
+def test_width_growth_routes_start_from_the_same_planted_overlaps():
+    """validation.width_growth: GD, the forced trial and the d = inf DMFT start from eq. (1), so every route's
+    hard part at step 0 is q^2 (per neuron); the summary reports mean +- s.e. over a route's runs."""
+    from validation.width_growth import dmft_run, gd_run, start, summarize
+
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=3, m=2)
+    assert start(2, 0.1) == (0.1, -0.1)
+    with pytest.raises(ValueError):
+        start(17, 0.1)
+    runs = [gd_run(problem, 3.0, 60, 0.1, seed=1), dmft_run(problem, 3.0, 0.1, 0, d=60, paths=500),
+            dmft_run(problem, 3.0, 0.1, 0, paths=500)]
+    assert [r["route"] for r in runs] == ["gd", "forced", "dmft"]
+    for r in runs:
+        assert len(r["hard"]) == 4 and r["hard"][0] == pytest.approx(0.01, abs=1e-12)
+    rows = summarize([{**runs[0], "hard": [0.01, 0.2, 0.3, 0.4]}, {**runs[0], "seed": 2, "hard": [0.01, 0.4, 0.3, 0.6]}],
+                     steps=(0, 3))
+    assert rows[2].startswith("| GD, d = 60 | 2 | 0.0100 +- 0.0000 | 0.5000 +- 0.1000 |")
