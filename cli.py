@@ -953,11 +953,11 @@ def _finite_d_options(dims_help: str):
     def decorate(func):
         opts = [
             click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-                         help=dims_help + " From an empty cache: about 20-25 s per d at m = 1 (forced), tens of "
+                         help=dims_help + " From an empty cache: about 15-20 s per d at m = 1 (forced), tens of "
                          "minutes at m > 1 or with planted (validation/bench_forced.py, bench_planted.py); every run is cached, "
                          "so an interrupted command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
-                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m) "
+                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m, 1250 m^2) "
                          "(thresholds.forced eq. (4)), planted 80000 at m = 1 (the spread uses twice as many), 20000 "
                          "at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,

@@ -125,8 +125,9 @@ def test_trial_setup():
 
 
 def test_paths_per_sample():
-    # eq. (4): max(n, 2500 m)
-    assert paths_for(5.0, 400) == 2500 and paths_for(7.0, 3200) == 22_400 and paths_for(5.0, 400, m=4) == 10_000
+    # eq. (4): max(n, 2500 m, 1250 m^2)
+    assert paths_for(5.0, 400) == 2500 and paths_for(7.0, 3200) == 22_400 and paths_for(5.0, 400, m=2) == 5_000
+    assert paths_for(5.0, 400, m=4) == 20_000 and paths_for(3.5, 800, m=8) == 80_000
     assert paths_for(6.0, 400) == 2500 and paths_for(7.0, 400) == 2800
     assert paths_for(5.0, 400, 4000) == 4000
     assert paths_for(5.0, 400, per_sample=1) == 2000           # the paths are the samples: no rounding up
@@ -135,7 +136,7 @@ def test_paths_per_sample():
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=30)
     assert trial_setup(problem, 5.5, 401, 0, paths=paths_for(5.5, 401, per_sample=1)).paths == 2206
     assert trial_setup(problem, 5.0, 400, 0).paths == 2500     # the default is eq. (4) at the problem's m
-    assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 0).paths == 7500
+    assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 0).paths == 11250   # 1250 m^2
     from validation.forced_trials import check_paths
     rows = [{"d": 400, "delta": 5.0, "paths": 2500}, {"d": 400, "delta": 6.0, "paths": 20_000}]
     check_paths(rows)                                            # one count per point: fine

@@ -43,7 +43,7 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
           per_sample: float = None) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
-    None: thresholds.forced.paths_for (eq. (4), max(n, 2500 m); ``per_sample`` paths per sample).  Trials with
+    None: thresholds.forced.paths_for (eq. (4), max(n, 2500 m, 1250 m^2); ``per_sample`` paths per sample).  Trials with
     another path count at a point are not reused (and :func:`check_paths` refuses the mixture)."""
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
             if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
@@ -180,7 +180,7 @@ def main(argv=None):
     ap.add_argument("--delta", default="10,12", help="comma-separated sample ratios")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
-    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: thresholds.forced eq. (4), max(delta d, 2500 m))")
+    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: thresholds.forced eq. (4), max(delta d, 2500 m, 1250 m^2))")
     ap.add_argument("--paths-per-sample", type=float, default=None,
                     help="paths per trial = ceil(R delta d) (R >= 1; R = 1: the paths are the samples, no added forcing)")
     ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)

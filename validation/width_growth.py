@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from thresholds.dmft import DMFTSetup, solve_dmft
+from thresholds.forced import paths_for
 from thresholds.numbers import mean_se
 from thresholds.problem import Problem
 from validation import records
@@ -140,7 +141,7 @@ def main(argv=None):
                 continue
             rec = gd_run(problem, args.delta, d, args.q, seed)
         else:
-            n_paths = paths if paths else max(2500 * args.m, math.ceil(args.delta * d))
+            n_paths = paths if paths else paths_for(args.delta, d, m=args.m)   # thresholds.forced eq. (4)
             if (route, d, seed, n_paths, tol) in done:
                 continue
             rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol)
