@@ -74,9 +74,9 @@ def test_forced_width_prediction_cold(benchmark):
     Measured (2 worker processes, the machine otherwise idle): m = 2 (5000 paths per trial, eq. (4)) in 182 s,
     3.34 [3.25, 3.42] against GD 3.24 +- 0.07 (deltas 2.647 (2/40), 3.043 (13), 3.5 (25), 4.025 (36)); 152 s with
     the faster sources step (the same crossing); 125 s with C and Cpsi formed after the loop (the same crossing).  Not
-    measured at m = 4 and 8: a trial's cost is O(N r T) with N and r both proportional to m (single trials alone
-    on a core: 16 s at m = 4 and 54 s at m = 8, 20000 paths each), so 160 trials on two cores take roughly 10-20
-    and 70 minutes there."""
+    measured at m = 4 and 8: a trial's cost is O(N r T) with r, the sources opened, growing with m and N = max(n,
+    2500 m, 1250 m^2) paths (eq. (4); single trials on a core: about 13 s at m = 4 and 20000 paths, 78 s at m = 8 and
+    80000), so 160 trials on two cores take roughly 17 minutes and 1.7 hours there."""
     m = int(os.environ.get("BENCH_M", "2"))
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
     workers = int(os.environ.get("BENCH_WORKERS", "2"))
