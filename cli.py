@@ -760,7 +760,6 @@ def _nn_setup_options(func):
 def _nn_setup(activation, link, kw):
     """The NNSetup of the shared options (``--m inf``: the m -> inf Hessian on a law of width --population)."""
     from thresholds.errors import ThresholdsError
-    from thresholds.forced import SOURCE_TOL
     from thresholds.nn import NNSetup
     from thresholds.problem import Problem
     wide = kw["width"] == math.inf
@@ -768,16 +767,12 @@ def _nn_setup(activation, link, kw):
     problem = Problem(activation, link, a=a, b=b, m=kw["population"] if wide else kw["width"],
                       eta=kw["eta"], steps=kw["steps"], rho0=kw["rho0"], weight_decay=kw["weight_decay"],
                       sphere=kw["sphere"])
-    dmft = kw["law"] == "dmft"   # its defaults: auto paths, the truncated basis, the edge of n = delta law_d samples
-    paths = kw["paths"] if kw["paths"] is not None else (0 if dmft else NNSetup.paths)
-    if 0 < paths < 16:
-        raise ThresholdsError(f"--paths must be 0 (auto) or at least 16, got {paths}")
-    source_tol = kw["source_tol"] if kw["source_tol"] is not None else (SOURCE_TOL if dmft else 0.0)
-    edge_d = kw["edge_d"] if kw["edge_d"] is not None else (kw["law_d"] if dmft else 0)
+    if kw["paths"] is not None and 0 < kw["paths"] < 16:
+        raise ThresholdsError(f"--paths must be 0 (auto) or at least 16, got {kw['paths']}")
+    given = {k: kw[k] for k in ("paths", "source_tol", "edge_d") if kw[k] is not None}   # else the law's defaults
     return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
-                                law_dtype=kw["law_dtype"], paths=paths, replicas=kw["replicas"],
-                                source_tol=source_tol, edge_d=edge_d, seed=kw["seed"], search_max=kw["search_max"],
-                                rtol=kw["rtol"])
+                                law_dtype=kw["law_dtype"], replicas=kw["replicas"], seed=kw["seed"],
+                                search_max=kw["search_max"], rtol=kw["rtol"], **given)
 
 
 def _setup_line(setup) -> str:

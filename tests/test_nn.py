@@ -323,3 +323,19 @@ def test_auto_paths_resolve_the_edge_cut_at_every_delta():
     assert auto.dmft(20.0).paths == auto.paths_at(20.0)
     with pytest.raises(ThresholdsError):
         NNSetup("quad", law="dmft", paths=-1).validate()
+
+
+def test_python_dmft_law_takes_the_cli_defaults():
+    """NNSetup.from_problem(law="dmft") mirrors `thresholds nn --law dmft`: auto paths, the truncated source basis
+    and the edge of n = delta law_d samples, unless given; the GD law keeps the plain defaults."""
+    from thresholds.forced import SOURCE_TOL
+    from thresholds.nn import NNSetup
+    from thresholds.problem import Problem
+
+    problem = Problem("quad", "phase_retrieval", eta=0.05)
+    dm = NNSetup.from_problem(problem, law="dmft", law_d=500)
+    assert (dm.paths, dm.source_tol, dm.edge_d) == (0, SOURCE_TOL, 500)
+    given = NNSetup.from_problem(problem, law="dmft", paths=4000, source_tol=0.0, edge_d=0)
+    assert (given.paths, given.source_tol, given.edge_d) == (4000, 0.0, 0)
+    gd = NNSetup.from_problem(problem)
+    assert (gd.law, gd.paths, gd.source_tol, gd.edge_d) == ("gd", NNSetup.paths, 0.0, 0)

@@ -82,7 +82,15 @@ class NNSetup(Problem):
 
     @classmethod
     def from_problem(cls, problem: Problem, **search) -> "NNSetup":
-        """The delta_NN search of ``problem`` with the given law and search settings."""
+        """The delta_NN search of ``problem`` with the given law and search settings.  With ``law="dmft"`` the
+        settings not given take the DMFT law's defaults, as ``thresholds nn --law dmft`` does: automatic paths
+        (``paths`` = 0, :meth:`paths_at`), the truncated source basis (``source_tol`` = thresholds.forced.SOURCE_TOL)
+        and G's tail cut at the extreme of n = delta law_d samples (``edge_d`` = ``law_d``)."""
+        if search.get("law") == "dmft":
+            from .forced import SOURCE_TOL
+            search.setdefault("paths", 0)
+            search.setdefault("source_tol", SOURCE_TOL)
+            search.setdefault("edge_d", search.get("law_d", cls.law_d))
         return cls(**problem.fields(), **search)
 
     @property
