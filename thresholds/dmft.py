@@ -547,14 +547,15 @@ def _forcing_weights(setup, rng, omega):
     return own.standard_normal(omega.shape[0]) * np.sqrt(np.maximum(extra, 0.0))
 
 
-def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_forced=None):
+def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_forced=None, hard_rows=None):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
     Bt and M.  ``wpsi`` = omega psi^t (paths x m).  r0 and r1 are the numbers of source rows before and after
     the whitening of step t (t m and (t + 1) m with every source); the sources r0..r1 - 1 opened at step t
     enter from step t + 1 on.  ``gE_forced``: None (no forcing), or the columns [gE, zeta g_H] whose last r_H
-    give the finite-n fluctuation of the hard gradient (eq. (7b), zeta the per-path forcing weights)."""
+    give the finite-n fluctuation of the hard gradient on the signal rows ``hard_rows`` (eq. (7b), zeta the
+    per-path forcing weights)."""
     M, P = wpsi.shape[1], t * wpsi.shape[1]
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
@@ -568,7 +569,7 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
     else:  # eq. (7b): the signal gradient and the hard gradient's finite-n fluctuation from one product
         rE, grad = gE.shape[1], gE_forced.T @ wpsi
         Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * grad[:rE]
-        Msig[t + 1, rE - (grad.shape[0] - rE):] += eta * grad[rE:]
+        Msig[t + 1, hard_rows] += eta * grad[rE:]
 
 
 def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
@@ -716,7 +717,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             break
         wpsi = omega[:, None] * psi
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
-        _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced)
+        _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows)
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)

@@ -33,14 +33,13 @@ import numpy as np
 
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.forced import paths_for
-from thresholds.numbers import mean_se
 from thresholds.problem import Problem
 from validation import records
 from validation.simulate import GDSetup, run_gd
+from validation.width_parts import STEPS, cell
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
 SIGNS = (1, -1, 1, 1, -1, 1, -1, -1, 1, 1, -1, -1, -1, 1, 1, -1)   # eq. (1), a fixed pattern
-STEPS = (0, 25, 50, 100, 200, 400, 600)
 
 
 def start(m: int, q: float) -> tuple:
@@ -79,7 +78,7 @@ def dmft_run(problem: Problem, delta: float, q: float, seed: int, *, d: int = 0,
 def label(r: dict) -> str:
     if r["route"] == "gd":
         return f"GD, d = {r['d']}"
-    tail = f"{r['paths'] // 1000}k paths, tol {r['source_tol']:g}"
+    tail = f"{r['paths'] / 1000:g}k paths, tol {r['source_tol']:g}"
     return f"forced, d = {r['d']}, {tail}" if r["route"] == "forced" else f"DMFT d = inf, {tail}"
 
 
@@ -90,10 +89,6 @@ def summarize(rows: list[dict], steps=STEPS) -> list[str]:
         groups.setdefault(label(r), []).append(r)
     out = ["| route | runs | " + " | ".join(f"hard, t = {t}" for t in steps) + " | bulk, t = " + f"{steps[-1]} |",
            "|---|---|" + "---|" * (len(steps) + 1)]
-
-    def cell(vals):
-        v, e = mean_se(vals)
-        return f"{v:.4f} +- {e:.4f}" if len(vals) > 1 and math.isfinite(e) else f"{v:.4f}"
 
     for name in sorted(groups):
         rs = groups[name]

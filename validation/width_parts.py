@@ -44,18 +44,20 @@ def forced_parts(problem: Problem, d: int, delta: float, trials: int, strata: in
             "bulk": np.array([c["norm2"] - c["hard_overlap"] for c in curves])}
 
 
+def cell(values) -> str:
+    """A table cell: mean +- s.e. of ``values`` (the mean alone for a single value)."""
+    v, e = mean_se(list(values))
+    return f"{v:.4f} +- {e:.4f}" if len(values) > 1 and math.isfinite(e) else f"{v:.4f}"
+
+
 def table(gd: dict, forced: dict, steps) -> list[str]:
     """Markdown rows: per step, GD's and the trials' bulk and hard parts and hard fraction (mean +- s.e.)."""
-    def cell(a, t):
-        v, e = mean_se(list(a[:, t]))
-        return f"{v:.4f} +- {e:.4f}" if math.isfinite(e) else f"{v:.4f}"
-
     rows = ["| step | bulk, GD | bulk, forced | hard, GD | hard, forced | fraction, GD | fraction, forced |",
             "|---|---|---|---|---|---|---|"]
     for t in steps:
         frac = [p["hard"] / (p["hard"] + p["bulk"]) for p in (gd, forced)]
-        rows.append(f"| {t} | {cell(gd['bulk'], t)} | {cell(forced['bulk'], t)} | {cell(gd['hard'], t)} | "
-                    f"{cell(forced['hard'], t)} | {cell(frac[0], t)} | {cell(frac[1], t)} |")
+        rows.append(f"| {t} | {cell(gd['bulk'][:, t])} | {cell(forced['bulk'][:, t])} | {cell(gd['hard'][:, t])} | "
+                    f"{cell(forced['hard'][:, t])} | {cell(frac[0][:, t])} | {cell(frac[1][:, t])} |")
     return rows
 
 
