@@ -728,8 +728,8 @@ def _nn_setup_options(func):
                      help="Law of (u, y, g) after the first phase: finite-d GD restricted to the complement of "
                      "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; by default on the "
                      "truncated source basis, --source-tol 1e-3, with the left tail of G cut at the extreme of "
-                     "n = delta * LAW_D samples, --edge-d, and enough --paths to resolve that cut; a path check is "
-                     "printed)."),
+                     "n = delta * LAW_D samples, --edge-d, and enough --paths to resolve that cut; a path check, "
+                     "t tests at family-wise level 0.05 against twice or half the paths, is printed)."),
         click.option("--law-d", default=1000, show_default=True, type=click.IntRange(50, 10**6),
                      help="Dimension of the finite-d law (--law gd); with --law dmft the default --edge-d."),
         click.option("--law-dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,

@@ -283,7 +283,7 @@ def test_run_stopped_at_the_transient_step_reproduces_the_full_run_there(tmp_pat
     (1e-3, 1000, "the cut at n = 6000 samples, hessian eq. (5), has 0.1 paths per replica below it"),
 ])
 def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, source_tol, edge_d, fragment):
-    """The DMFT law's path check: an indicator that moves by more than 2 s.e. at half the paths gets a
+    """The DMFT law's path check: an indicator that moves beyond its Monte Carlo error (t tests) at half the paths gets a
     note that names the remedy of the scheme in use; one that does not move gets none."""
     from thresholds import search
     setup = NNSetup("quad", law="dmft", paths=4000, replicas=2, source_tol=source_tol, edge_d=edge_d)

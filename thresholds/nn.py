@@ -11,7 +11,7 @@ to the complement of theta_* (``law = "gd"``, the default of the CLI: dimension 
 seeds; supplied by the validation layer, thresholds.laws) or from the DMFT (``law = "dmft"``, cached; with
 every source its law is biased at long horizons unless the number of paths is large, and ``source_tol``
 1e-3 removes that bias, thresholds.dmft eq. (6b); a path check at half the paths, or twice the automatic
-number, is reported).  At the
+number, is reported: t tests at family-wise level 0.05, thresholds.search).  At the
 16 checkpoints t = T/16, ..., T the Hessian weight law G_t gives the hard-outlier indicator
 
     I_t(delta) = -S(alpha at min(0, left bulk edge))      (> 0 iff a negative hard outlier exists)   (1)

@@ -50,6 +50,7 @@ from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate
 from .hessian import CLIP_QUANTILE, CUT_RESOLVED, hard_dimension, paths_below_cut, sample_quantile
 from .nn import NNResult, NNSetup
+from .numbers import differences_beyond_noise, welch_dof
 from .store import result_key, store_delta_nn
 
 
@@ -230,11 +231,17 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
     return notes
 
 
+PATH_CHECK_ALPHA = 0.05  # family-wise false-alarm level of the path check (half at the horizon, half on the curve)
+
+
 def _path_check(f: _Indicators, ref, notes: list) -> dict:
     """DMFT law: the indicators at ``ref.delta`` again with half the paths (twice as many with auto paths,
-    ``paths`` = 0, whose count is the least that resolves the eq. (5) cut, so that half of it would not); a
-    difference beyond 2 combined s.e. from some step on is the path bias of the sources back-end or the extreme
-    values of G (a note is added)."""
+    ``paths`` = 0, whose count is the least that resolves the eq. (5) cut, so that half of it would not).  The
+    differences are t-tested with Welch's degrees of freedom (each run's s.e. comes from ``replicas``
+    replicas): at the horizon at level PATH_CHECK_ALPHA / 2, and at every checkpoint at family-wise level
+    PATH_CHECK_ALPHA / 2 (Sidak), so that a law that does not depend on the paths is flagged at most
+    PATH_CHECK_ALPHA of the time (tests/test_numbers.py).  A flag is the path bias of the sources back-end or
+    the extreme values of G (a note is added)."""
     setup = f.setup
     paths = setup.paths_at(ref.delta)
     other = 2 * paths if not setup.paths else max(paths // 2, 2 * setup.replicas)
@@ -242,15 +249,26 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
     hv = evaluate(check_setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source)
     diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
     err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
-    bad = [s for s, d_, e in zip(ref.steps, diff, err) if abs(d_) > 2 * e]
+    dof = [welch_dof(a, b, setup.replicas, setup.replicas) for a, b in zip(ref.indicator_err, hv.indicator_err)]
+    at_horizon, on_curve = path_flags(diff, err, dof)
+    bad = [s for s, flag in zip(ref.steps, on_curve) if flag] + ([ref.steps[-1]] if at_horizon else [])
     if bad:
+        where = (f"at the horizon ({diff[-1]:+.3f} +- {err[-1]:.3f})" if at_horizon else
+                 f"from step {min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f})")
         notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
-                     f"by more than 2 s.e. between {paths} and {other} paths from step "
-                     f"{min(bad)} on (at the horizon {diff[-1]:+.3f} +- {err[-1]:.3f}); "
+                     f"between {paths} and {other} paths {where}, beyond its Monte Carlo error (t tests, "
+                     f"family-wise level {PATH_CHECK_ALPHA:g}); "
                      + _path_remedy(setup, ref.delta, min(paths, other) // setup.replicas))
     return {"delta": ref.delta, "paths": paths, "check_paths": other, **({"half_paths": other} if other < paths else {}),
-            "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err,
-            "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
+            "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err, "dof": dof,
+            "alpha": PATH_CHECK_ALPHA, "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
+
+
+def path_flags(diff, err, dof, alpha: float = PATH_CHECK_ALPHA) -> tuple[bool, list[bool]]:
+    """The path check's tests of the indicator differences at the checkpoints (the horizon last): whether the
+    horizon's differs at level alpha / 2, and which checkpoints differ at family-wise level alpha / 2."""
+    at_horizon = differences_beyond_noise(diff[-1:], err[-1:], dof[-1:], alpha / 2)[0]
+    return at_horizon, differences_beyond_noise(diff, err, dof, alpha / 2)
 
 
 def _path_remedy(setup: NNSetup, delta: float, fewer_per_replica: int) -> str:
