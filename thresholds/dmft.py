@@ -60,6 +60,21 @@ Responses (the cost driver), chosen by ``response``:
   indicator with G clipped at its 1e-3 quantile is 1.198 +- 0.018 / 1.228 +- 0.004 at 80k / 320k paths
   per replica (1.177 +- 0.018 at 320k with eps = 1e-5), against 1.156 +- 0.010 for GD at d = 4000,
   while ||theta||^2 is flat from 10k paths on (validation/reports/tail_edge, section 4).
+  Response noise (``response_noise`` = k > 0; a diagnostic of the error model)                          (6c).
+  Every response sum of eq. (6) is a mean X = sum_p omega_p X_p over the N paths (X_p = psi_pk nu_pl / rho0 or
+  sqrt(delta) psi_pk eps_pJ) with Monte Carlo variance v = sum_p omega_p^2 (X_p - X)^2.  The run adds to every
+  entry, at every step, independent Gaussian noise of variance k v (a generator of its own: the paths do not
+  change), so that N paths carry the response noise of N / (1 + k) paths without their self-interaction.  That
+  separates the two finite-N biases.  The every-source bias above is the self-interaction: quad, delta 16,
+  200 steps, ||theta||^2 = 0.865 +- 0.013 / 0.773 +- 0.007 with 4 x 4000 / 4 x 12000 paths, and 0.757 +- 0.013
+  with 4 x 12000 and k = 2.  The truncated basis's remaining bias at width m = 8 is the noise: quad, phase
+  retrieval, delta 3.5, planted hard overlaps 0.1 (tests/test_dmft.py; validation/reports/planted/width 8d),
+  5000 paths with k = 3 give 1250 paths' law (bulk 0.743 against 0.744; 5000 without: 0.576).  Noise in
+  the response sums moves the weight side like a gradient noise of variance ~ r / N per step.  Why it
+  matters more at large m is not measured (a candidate: m d weights against n = delta d samples, m > delta
+  here, leave flat directions where such noise accumulates).  So the paths a width-m run needs grow with m
+  (thresholds.forced eq. (4)), and a lower-variance estimate of the response sums, not a leave-one-out
+  subtraction, is what would remove that bias.
 * ``"pathwise"`` (O(N T^3) time, O(N T^2) memory, exact per path):
   J(t,s) = 1[t=s] + (eta/delta) sum_{r=s}^{t-1} chi(t,r) psi'(u^r) J(r,s),
   R(t,s) = E[psi'(u^t) J(t,s)]; used to check the ``sources`` method.
@@ -207,6 +222,7 @@ class DMFTSetup:
     forcing_seed: int = 0  # the draw of the forcing weights w_p of eq. (7b)
     population_risk: bool = True  # runs with signal rows: False skips the test loss (NaN; same paths and outputs)
     initial_gram: tuple = ()  # ``sources``: the m x m Gram of theta_perp^0 / rho0 (row-major); (): the identity
+    response_noise: float = 0.0  # ``sources``: add k times the Monte Carlo variance of the response sums (eq. (6c))
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -231,6 +247,8 @@ class DMFTSetup:
             del key["population_risk"]
         if not self.initial_gram:
             del key["initial_gram"]
+        if not self.response_noise:
+            del key["response_noise"]
         return key
 
     def validate(self):
@@ -278,6 +296,11 @@ class DMFTSetup:
                 raise ThresholdsError("initial_gram must be symmetric positive definite")
             if self.response != "sources":
                 raise UnsupportedError("an initial Gram matrix is solved by the 'sources' back-end")
+        if not (isinstance(self.response_noise, (int, float)) and math.isfinite(self.response_noise)
+                and self.response_noise >= 0):
+            raise ThresholdsError(f"response_noise must be a number >= 0, got {self.response_noise!r}")
+        if self.response_noise and self.response != "sources":
+            raise UnsupportedError("response noise (eq. (6c)) applies to the 'sources' back-end")
         if self.forcing_n and not self.planted:
             raise UnsupportedError("the finite-n hard forcing (eq. (7b)) acts on a planted run's hard overlap")
         if self.m > 1 and self.response != "sources":
@@ -535,11 +558,17 @@ def _sources_targets(link, n, g_nodes, rng, split):
     return y, g, g_all @ split.easy.T, omega
 
 
+def _own_generator(rng, *key):
+    """A generator of its own, seeded by the replica's seed sequence and ``key``, so that the paths drawn from
+    ``rng`` do not change."""
+    seq = rng.bit_generator.seed_seq
+    return np.random.default_rng(np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, *key)))
+
+
 def _forcing_weights(setup, rng, omega):
     """zeta_p = w_p sqrt(1 / (n omega_p) - 1) of eq. (7b), w_p from a generator of its own (seeded by the replica's
     seed sequence and ``forcing_seed``), so that the paths drawn from ``rng`` do not change."""
-    seq = rng.bit_generator.seed_seq
-    own = np.random.default_rng(np.random.SeedSequence(seq.entropy, spawn_key=(*seq.spawn_key, 7, setup.forcing_seed)))
+    own = _own_generator(rng, 7, setup.forcing_seed)
     extra = 1.0 / (setup.forcing_n * omega) - 1.0   # eq. (7b): the paths' own forcing is the rest
     if np.any(extra < -1e-9):
         raise ThresholdsError(f"the forcing of n = {setup.forcing_n:g} samples needs at least that many paths per "
@@ -547,7 +576,8 @@ def _forcing_weights(setup, rng, omega):
     return own.standard_normal(omega.shape[0]) * np.sqrt(np.maximum(extra, 0.0))
 
 
-def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_forced=None, hard_rows=None):
+def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_forced=None, hard_rows=None,
+                  omega=None, noise_rng=None):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
@@ -555,12 +585,14 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
     the whitening of step t (t m and (t + 1) m with every source); the sources r0..r1 - 1 opened at step t
     enter from step t + 1 on.  ``gE_forced``: None (no forcing), or the columns [gE, zeta g_H] whose last r_H
     give the finite-n fluctuation of the hard gradient on the signal rows ``hard_rows`` (eq. (7b), zeta the
-    per-path forcing weights)."""
+    per-path forcing weights).  ``noise_rng`` (with the path weights ``omega``): eq. (6c)."""
     M, P = wpsi.shape[1], t * wpsi.shape[1]
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
     RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
     RB = math.sqrt(setup.delta) * (epsT[:r0] @ wpsi).T
+    if noise_rng is not None:
+        RA, RB = _response_noise(setup, wpsi, omega, nu, epsT[:r0], RA, RB, noise_rng)
     A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
     Bt[t + 1, :, :r0] = (1 - eta * lam) * Bt[t, :, :r0] + eta * RB + eta * rows[:, :r0]
     Bt[t + 1, :, r0:r1] = eta * rows[:, r0:]
@@ -570,6 +602,20 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
         rE, grad = gE.shape[1], gE_forced.T @ wpsi
         Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * grad[:rE]
         Msig[t + 1, hard_rows] += eta * grad[rE:]
+
+
+def _response_noise(setup, wpsi, omega, nu, eps, RA, RB, rng):
+    """Eq. (6c): RA and RB plus independent Gaussian noise of ``response_noise`` times their Monte Carlo variance,
+    sum_p omega_p^2 (X_p - X)^2 for the estimate X = sum_p omega_p X_p of each entry (X_p = psi_pk nu_pl / rho0,
+    sqrt(delta) psi_pk eps_pJ)."""
+    k, w2psi, s0 = setup.response_noise, omega[:, None] * wpsi, float(omega @ omega)
+
+    def noisy(R, z, scale):
+        x = R / scale                                           # the mean of psi_k z_J
+        var = (z * z).T @ (wpsi * wpsi) - 2 * x.T * (z.T @ w2psi) + s0 * x.T * x.T
+        return R + scale * np.sqrt(k * np.maximum(var.T, 0.0)) * rng.standard_normal(R.shape)
+    RA = noisy(RA, nu, 1.0 / setup.rho0) if setup.rho0 > 0 else RA
+    return RA, (noisy(RB, eps.T, math.sqrt(setup.delta)) if eps.shape[0] else RB)
 
 
 def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
@@ -662,6 +708,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         test_rng = np.random.default_rng(rng.integers(2**63))
         sig = act.numpy(0)
     zeta = _forcing_weights(setup, rng, omega) if setup.forcing_n else None
+    noise_rng = _own_generator(rng, 8) if setup.response_noise else None   # eq. (6c); the paths do not change
     gE_forced = None if zeta is None else np.hstack([gE, gE[:, hard_rows] * zeta[:, None]])  # eq. (7b)
     nu = rng.standard_normal((n, M))
     # Per-path arrays are stored (column J, path): row J of epsT is source J = s m + k (causal in the horizon),
@@ -717,7 +764,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             break
         wpsi = omega[:, None] * psi
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
-        _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows)
+        _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows, omega,
+                      noise_rng)
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)

@@ -63,22 +63,25 @@ def gd_run(problem: Problem, delta: float, d: int, q: float, seed: int) -> dict:
 
 
 def dmft_run(problem: Problem, delta: float, q: float, seed: int, *, d: int = 0, paths: int = 20000,
-             source_tol: float = 1e-3) -> dict:
+             source_tol: float = 1e-3, response_noise: float = 0.0) -> dict:
     """The planted DMFT from eq. (1): forced with n = delta d samples (thresholds.forced eq. (1m)) when d > 0,
-    the d = inf dynamics when d = 0."""
+    the d = inf dynamics when d = 0; ``response_noise`` k adds k times the response sums' Monte Carlo variance
+    (thresholds.dmft eq. (6c)), so that N paths carry the noise of N / (1 + k)."""
     n = float(delta) * d
     setup = DMFTSetup.from_problem(problem, delta, paths=int(max(paths, math.ceil(n))), replicas=1, seed=seed,
                                    planted=start(problem.m, q), source_tol=source_tol, forcing_n=n,
-                                   forcing_seed=seed, population_risk=False)
+                                   forcing_seed=seed, population_risk=False, response_noise=response_noise)
     res = solve_dmft(setup, cache=False)
     return {"route": "forced" if d else "dmft", "d": d, "seed": seed, "paths": setup.paths,
-            "source_tol": source_tol, **parts(res.hard_overlap, res.norm2)}
+            "source_tol": source_tol, **({"response_noise": response_noise} if response_noise else {}),
+            **parts(res.hard_overlap, res.norm2)}
 
 
 def label(r: dict) -> str:
     if r["route"] == "gd":
         return f"GD, d = {r['d']}"
-    tail = f"{r['paths'] / 1000:g}k paths, tol {r['source_tol']:g}"
+    tail = f"{r['paths'] / 1000:g}k paths, tol {r['source_tol']:g}" + (
+        f", response noise x{r['response_noise']:g}" if r.get("response_noise") else "")
     return f"forced, d = {r['d']}, {tail}" if r["route"] == "forced" else f"DMFT d = inf, {tail}"
 
 
@@ -110,7 +113,8 @@ def main(argv=None):
     ap.add_argument("--gd-seeds", default="8,4", help="GD data sets per d (one number per d)")
     ap.add_argument("--forced-seeds", type=int, default=8, help="forced trials per d")
     ap.add_argument("--dmft", default="20000:1e-3,40000:1e-3,20000:3e-4",
-                    help="d = inf DMFT runs, paths:source_tol (comma list)")
+                    help="d = inf DMFT runs, paths:source_tol[:response_noise] (comma list; the last, "
+                    "thresholds.dmft eq. (6c), 0 when left out)")
     ap.add_argument("--dmft-seeds", type=int, default=2)
     ap.add_argument("--summary", action="store_true", help="print the table of the records so far")
     args = ap.parse_args(argv)
@@ -120,26 +124,28 @@ def main(argv=None):
     if args.summary:
         print("\n".join(summarize(rows)))
         return
-    done = {(r["route"], r["d"], r["seed"], r.get("paths"), r.get("source_tol")) for r in rows}
+    done = {(r["route"], r["d"], r["seed"], r.get("paths"), r.get("source_tol"), r.get("response_noise", 0.0))
+            for r in rows}
     dims = [int(v) for v in args.dims.split(",")]
     seeds = [int(v) for v in args.gd_seeds.split(",")]
     jobs = []
     for spec in filter(None, args.dmft.split(",")):   # d = inf first (cheap), then the forced trials and GD per d
-        paths, tol = spec.split(":")
-        jobs += [("dmft", 0, s, int(paths), float(tol)) for s in range(args.dmft_seeds)]
+        paths, tol, *noise = spec.split(":")
+        jobs += [("dmft", 0, s, int(paths), float(tol), float(noise[0]) if noise else 0.0)
+                 for s in range(args.dmft_seeds)]
     for d, k in zip(dims, seeds):
-        jobs += [("forced", d, s, None, 1e-3) for s in range(args.forced_seeds)]
-        jobs += [("gd", d, 1000 + s, None, None) for s in range(k)]
-    for route, d, seed, paths, tol in jobs:
+        jobs += [("forced", d, s, None, 1e-3, 0.0) for s in range(args.forced_seeds)]
+        jobs += [("gd", d, 1000 + s, None, None, 0.0) for s in range(k)]
+    for route, d, seed, paths, tol, noise in jobs:
         if route == "gd":
-            if (route, d, seed, None, None) in done:
+            if (route, d, seed, None, None, 0.0) in done:
                 continue
             rec = gd_run(problem, args.delta, d, args.q, seed)
         else:
             n_paths = paths if paths else paths_for(args.delta, d, m=args.m)   # thresholds.forced eq. (4)
-            if (route, d, seed, n_paths, tol) in done:
+            if (route, d, seed, n_paths, tol, noise) in done:
                 continue
-            rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol)
+            rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol, response_noise=noise)
         records.append(out, rec)
         print(f"{label(rec)}, seed {seed}: hard at t = {args.steps} {rec['hard'][-1]:.4f}", flush=True)
     print("\n".join(summarize(records.read(out))))
