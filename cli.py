@@ -496,6 +496,10 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--source-tol", default=0.0, show_default=True, type=click.FloatRange(0, 1, max_open=True),
               help="sources: relative innovation variance below which a psi column opens no new source (dmft "
                    "eq. (6b); 0: every column opens one). 1e-3 removes most of the finite-paths bias at long horizons.")
+@click.option("--response-noise", default=0.0, show_default=True, type=click.FloatRange(0, 1e6),
+              help="sources, a diagnostic: add K times the Monte Carlo variance of every response sum (dmft eq. "
+                   "(6c)), so that N paths carry the response noise of N/(1+K) paths; a law that moves with it has "
+                   "the noise bias, one that moves with --paths only the self-interaction.")
 @click.option("--g-nodes", default=0, show_default=True, type=click.IntRange(0, 400),
               help="Gauss-Hermite nodes for g (0: Monte Carlo).")
 @click.option("--seed", default=0, show_default=True, type=SEED)
@@ -504,7 +508,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file, help="Save the curves as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
-             response, source_tol, g_nodes, seed, every, no_cache, plot_path, as_json):
+             response, source_tol, response_noise, g_nodes, seed, every, no_cache, plot_path, as_json):
     """DMFT of the first phase of GD (square loss): norms (means over the m neurons), losses and,
     for targets with easy directions, the overlaps with them, per step."""
 
@@ -516,7 +520,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
                       m=width, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay, sphere=sphere)
     a_, b_ = problem.a, problem.b
     setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
-                                   g_nodes=g_nodes, source_tol=source_tol)
+                                   g_nodes=g_nodes, source_tol=source_tol, response_noise=response_noise)
     with Activity("DMFT", disable=as_json) as act:
         act.begin(f"{steps} steps, {paths} paths")
         res = solve_dmft(setup, progress=act.update, cache=not no_cache)

@@ -138,6 +138,21 @@ def test_dmft_json_steps(tmp_path, monkeypatch):
     assert list(tmp_path.glob("dmft-*.json"))
 
 
+def test_dmft_response_noise_option(tmp_path, monkeypatch):
+    """--response-noise reaches the DMFT (dmft eq. (6c)): the setup records it, the law changes, 0 is the plain run;
+    with a back-end other than sources it is a one-line error."""
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
+            "--json")
+    plain, noisy = json.loads(run(*args).stdout), json.loads(run(*args, "--response-noise", "3").stdout)
+    assert plain["setup"]["response_noise"] == 0 and noisy["setup"]["response_noise"] == 3
+    assert noisy["steps"][-1]["norm2"] != plain["steps"][-1]["norm2"]
+    assert noisy["steps"][0]["norm2"] == plain["steps"][0]["norm2"]
+    bad = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "-T", "3", "--paths", "200", "--response", "pathwise",
+              "--response-noise", "1")
+    assert bad.exit_code != 0 and "sources" in bad.output and "Traceback" not in bad.output
+
+
 def test_dmft_divergence_is_one_line():
     res = run("dmft", "-a", "cubic", "-l", "phase_retrieval", "-d", "4", "--eta", "2", "-T", "50",
               "--paths", "2000", "--no-cache")

@@ -82,8 +82,9 @@ quad, delta 3.5, hard part 0.01 per neuron at t = 0): at m = 8 it depends on N, 
 at step 600 with 10k / 20k / 40k / 80k paths against GD's 0.733 +- 0.003 (d = 3200, equal to d = 800's), and
 the forced trials at m = 8 with 2500 m = 20k paths miss GD's crossing by 4 s.e. in that direction; at m = 4,
 20k paths are 0.009 +- 0.007 below 80k.  So N_2 m^2 gives m = 4 20k and m = 8 80k paths (m <= 2: eq. (4) is
-N_1 m as before).  The 1/N dependence at m = 8 is not the self-interaction of the truncated basis (the source
-tolerance does not move it); its cause is not identified.  Cost per trial: one planted run, O(N r T) with r the
+N_1 m as before).  The 1/N dependence at m = 8 is the Monte Carlo noise of the response sums, not the
+self-interaction of the truncated basis: 40k paths with the response noise of 10k (dmft eq. (6c)) give 10k's law,
+and 160k paths give 80k's (width section 8d).  Cost per trial: one planted run, O(N r T) with r the
 sources opened (about 50 at m = 1, 290 at m = 8), independent of d beyond N >= n (0.1-0.2 s for 600 steps at
 m = 1 and 2500-5000 paths; 2.5 s at m = 2 and 5000; about 14 s at m = 4 and 20000, 78 s at m = 8 and 80000, one
 core).
