@@ -1,0 +1,28 @@
+"""validation.forced_width: forced crossings read from several record directories, the last holding a d winning."""
+
+import json
+
+from thresholds.problem import Problem
+from validation.forced_trials import records_path
+from validation.forced_width import setup_crossings
+
+
+def _write(directory, d, successes):
+    """Records of 20 trials at delta 2, 3, 4 whose success counts are ``successes``."""
+    path = records_path(Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=2), directory)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "w") as fh:
+        for delta, wins in zip((2.0, 3.0, 4.0), successes):
+            for k in range(20):
+                fh.write(json.dumps({"delta": delta, "d": d, "trial": k, "success": k < wins}) + "\n")
+
+
+def test_the_last_directory_holding_a_dimension_gives_its_crossing(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    _write(first, 200, (2, 10, 18))     # crossing near delta 3
+    _write(second, 200, (6, 16, 20))    # crossing near delta 2.4
+    forced_first, _ = setup_crossings("quad", 0.05, 2, first)
+    both, _ = setup_crossings("quad", 0.05, 2, [first, second])
+    assert 2.8 < forced_first[200][0] < 3.2
+    assert 2.2 < both[200][0] < 2.7
+    assert setup_crossings("quad", 0.05, 2, [second, first])[0][200] == forced_first[200]
