@@ -33,7 +33,7 @@ GD = {
     ("gelu", 0.1, 1): ["gd_gelu_T600/report.md", "gd_gelu_T600_d1600/report.md"],
     ("gelu", 0.1, 2): ["width/gd_gelu_m2_T600/report.md", "width/gd_gelu_m2_T600_d800/report.md"],
     ("gelu", 0.1, 4): ["width/gd_gelu_m4_T600/report.md", "width/gd_gelu_m4_T600_d800/report.md"],
-    ("gelu", 0.1, 8): ["width/gd_gelu_m8_T600/report.md"],
+    ("gelu", 0.1, 8): ["width/gd_gelu_m8_T600/report.md", "width/gd_gelu_m8_T600_d800/report.md"],
 }
 
 
