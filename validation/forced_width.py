@@ -116,7 +116,9 @@ def main(argv=None):
     print("\n".join(lines))
     if args.points:
         for (act, eta, m), reports in GD.items():
-            rows = [r for out in args.out for r in rows_for(act, eta, m, out) if r["d"] == args.d]
+            rows = []
+            for out in args.out:   # as the crossings: the last directory that holds d
+                rows = [r for r in rows_for(act, eta, m, out) if r["d"] == args.d] or rows
             if rows:
                 print(f"\n{act}, eta {eta:g}, m = {m}, d = {args.d}:\n")
                 print("\n".join(summarize(rows, [REPORTS / r for r in reports if (REPORTS / r).exists()])))
