@@ -314,10 +314,11 @@ class DMFTSetup:
     def memory_bytes(self) -> int:
         """Float64 storage of one replica: the kernels C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
         Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n T m
-        each, of which a truncated basis touches only the opened rows; ``pathwise``: the tangents, n T^2)."""
+        each, of which a truncated basis touches only the opened rows; a fourth for the squared sources of eq. (6c)
+        with ``response_noise``; ``pathwise``: the tangents, n T^2)."""
         T, m, n = self.steps, self.m, self.paths // max(self.replicas, 1)
         kernels = 4 * (T + 1) ** 2 * m * m
-        paths = 3 * n * T * m if self.response != "pathwise" else n * (T + 1) ** 2
+        paths = (3 + bool(self.response_noise)) * n * T * m if self.response != "pathwise" else n * (T + 1) ** 2
         return 8 * (kernels + paths)
 
 
