@@ -611,10 +611,11 @@ def _response_noise(setup, wpsi, omega, nu, eps, RA, RB, rng):
     sum_p omega_p^2 (X_p - X)^2 for the estimate X = sum_p omega_p X_p of each entry (X_p = psi_pk nu_pl / rho0,
     sqrt(delta) psi_pk eps_pJ)."""
     k, w2psi, s0 = setup.response_noise, omega[:, None] * wpsi, float(omega @ omega)
+    wpsi2 = wpsi * wpsi                                         # omega^2 psi^2, shared by RA and RB
 
     def noisy(R, z, scale):
         x = R / scale                                           # the mean of psi_k z_J
-        var = (z * z).T @ (wpsi * wpsi) - 2 * x.T * (z.T @ w2psi) + s0 * x.T * x.T
+        var = (z * z).T @ wpsi2 - 2 * x.T * (z.T @ w2psi) + s0 * x.T * x.T
         return R + scale * np.sqrt(k * np.maximum(var.T, 0.0)) * rng.standard_normal(R.shape)
     RA = noisy(RA, nu, 1.0 / setup.rho0) if setup.rho0 > 0 else RA
     return RA, (noisy(RB, eps.T, math.sqrt(setup.delta)) if eps.shape[0] else RB)
