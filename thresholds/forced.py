@@ -281,7 +281,7 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "bulk at m = 8 is not converged there (width section 8c); with eq. (4)'s 80k paths quad gives 3.04 against "
          "2.99 (+0.7) at d = 200 and 3.52 against 3.43 (+1.5) at d = 800, gelu d = 200 5.30 against "
          "5.11 (+1.1). quad d = 800: m = 2 +0.1, m = 4 3.49 against 3.38, +1.6 (eq. (4)'s 20k paths). gelu d = 800: "
-         "m = 2 7.72 against 7.60 (+0.4), m = 4 6.87 against 6.47 (+1.4), m = 8 6.70 against 6.50 (+0.9, 80k paths). "
+         "m = 2 7.72 against 7.60 (+0.4), m = 4 6.87 against 6.47 (+1.4), m = 8 6.68 against 6.50 (+0.8, 80k paths). "
          "At d = 800 7 of 8 checked points lie above "
          "GD; a candidate, untested as the cause: from a planted start at m = 8 GD's hard part is about 0.01 higher at d "
          "= 800 than at 3200, the forced trials' is not (0.682 +- 0.014 against 0.695 +- 0.004, width sections 8c, "
