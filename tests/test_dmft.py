@@ -271,6 +271,28 @@ def test_a_tolerance_below_every_innovation_is_the_plain_scheme():
         solve_dmft(replace(base, source_tol=1e-3, response="pathwise"))
 
 
+def test_a_truncated_basis_grows_its_path_arrays_with_the_sources_it_opens(monkeypatch):
+    """eq. (6b): the per-path arrays of a truncated basis start with room for INITIAL_SOURCE_ROWS sources per
+    neuron and grow as sources open; the numbers do not depend on that room (m = 3, planted: one row of room
+    per neuron forces several growths), the up-front memory estimate counts the room, not T m rows, and a run
+    whose growth would pass the limit is refused with a one-line error."""
+    import thresholds.dmft as dmft
+
+    setup = DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 60, paths=2000, replicas=2, m=3, source_tol=1e-3,
+                      planted=0.1, population_risk=False)
+    wide = solve_dmft(setup)
+    opened = next(n for n in wide.notes if "eq. (6b)" in n)
+    assert int(opened.split("): ")[1].split("-")[0]) > 12   # several doublings of the room below (3 rows)
+    monkeypatch.setattr(dmft, "INITIAL_SOURCE_ROWS", 1)
+    narrow = solve_dmft(setup)
+    assert np.array_equal(narrow.norm2, wide.norm2) and np.array_equal(narrow.hard_overlap, wide.hard_overlap)
+    assert setup.memory_bytes() < replace(setup, source_tol=0.0).memory_bytes()
+    assert setup.memory_bytes() == setup.memory_bytes(3)
+    monkeypatch.setattr(dmft, "MAX_MEMORY", setup.memory_bytes(6) - 1)
+    with pytest.raises(ThresholdsError, match="sources by step .* GiB"):
+        solve_dmft(setup)
+
+
 def test_truncated_sources_remove_the_path_bias_at_long_horizons():
     """quad / phase retrieval, delta 16, eta 0.05, 200 steps (validation/reports/dmft_paths: 400): the
     plain sources scheme's ||theta||^2 falls by about 6 standard errors from 4 x 4000 to 4 x 12000 paths

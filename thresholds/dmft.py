@@ -52,7 +52,8 @@ Responses (the cost driver), chosen by ``response``:
   its eps_J cannot carry the own term.  The self-interaction becomes O(r(eps) delta / N) with
   r(eps) << t m (22-29 of 400 at eps = 1e-3 in the case above, where ||theta||^2 at step 400 is
   0.721 / 0.726 / 0.725 / 0.726 from 10k to 80k paths per replica), and the cost per step falls
-  from O(N t m) to O(N r).  Error model: the Monte Carlo error (the spread over replicas), the
+  from O(N t m) to O(N r), and the memory of the per-path arrays from O(N T m) to O(N r): they start with
+  room for INITIAL_SOURCE_ROWS sources per neuron and double when the opened sources fill it.  Error model: the Monte Carlo error (the spread over replicas), the
   truncation, O(eps), and the remaining self-interaction, O(r delta / N); the last two are not
   bounded a priori but measured: by the dependence on the number of paths (a straight line in 1/N
   whose slope must be consistent with 0) and by a second eps (validation/dmft_paths.py).  The tail of
@@ -193,6 +194,7 @@ def _memory_limit() -> int:
 
 MAX_MEMORY = _memory_limit()  # larger runs are refused up front
 INNOVATION_FLOOR = 1e-24  # relative variance below which a psi innovation opens no new source
+INITIAL_SOURCE_ROWS = 64  # per neuron: the first room of a truncated basis's per-path arrays (eq. (6b))
 
 
 @dataclass
@@ -312,14 +314,23 @@ class DMFTSetup:
                                   f"{self.paths // self.replicas} paths per replica, m = {self.m}); the limit is "
                                   f"{MAX_MEMORY / 2**30:.0f} GiB (THRESHOLDS_MAX_MEMORY_GB): fewer steps or paths")
 
-    def memory_bytes(self) -> int:
+    def first_source_rows(self) -> int:
+        """Source rows of the per-path arrays at the start: T m (every source), or the first room of a truncated
+        basis (eq. (6b)), which grows with the sources it opens."""
+        full = self.steps * self.m
+        return min(full, INITIAL_SOURCE_ROWS * self.m) if self.source_tol else full
+
+    def memory_bytes(self, rows: int = None) -> int:
         """Float64 storage of one replica: the kernels C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
-        Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n T m
-        each, of which a truncated basis touches only the opened rows; a fourth for the squared sources of eq. (6c)
-        with ``response_noise``; ``pathwise``: the tangents, n T^2)."""
+        Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n per
+        source row; a fourth for the squared sources of eq. (6c) with ``response_noise``; ``pathwise``: the
+        tangents, n T^2).  The source rows are ``rows``, by default T m with every source and the initial
+        room of a truncated basis (eq. (6b)), whose arrays grow with the sources it opens (the run refuses to
+        grow them past the limit)."""
         T, m, n = self.steps, self.m, self.paths // max(self.replicas, 1)
         kernels = 4 * (T + 1) ** 2 * m * m
-        paths = (3 + bool(self.response_noise)) * n * T * m if self.response != "pathwise" else n * (T + 1) ** 2
+        rows = self.first_source_rows() if rows is None else rows
+        paths = (3 + bool(self.response_noise)) * n * rows if self.response != "pathwise" else n * (T + 1) ** 2
         return 8 * (kernels + paths)
 
 
@@ -680,6 +691,24 @@ def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=
     return J
 
 
+def _grow_source_rows(setup, t, arrays, need):
+    """The per-path arrays of a truncated basis (eq. (6b); rows = sources, columns = paths) with room for ``need``
+    source rows: twice the rows (at least ``need``, at most T m), the rows so far copied, the rest zero.  A
+    ThresholdsError when the replica would then pass the memory limit."""
+    rows = min(setup.steps * setup.m, max(need, 2 * arrays[0].shape[0]))
+    if setup.memory_bytes(rows) > MAX_MEMORY:
+        raise ThresholdsError(f"this DMFT opened {need - setup.m}+ sources by step {t} and needs more than "
+                              f"{setup.memory_bytes(rows) / 2**30:.0f} GiB ({setup.paths // setup.replicas} paths per "
+                              f"replica, m = {setup.m}); the limit is {MAX_MEMORY / 2**30:.0f} GiB "
+                              "(THRESHOLDS_MAX_MEMORY_GB): fewer paths or a larger source tolerance")
+    grown = []
+    for old in arrays:
+        new = np.zeros((rows, old.shape[1]))
+        new[: old.shape[0]] = old
+        grown.append(new)
+    return grown
+
+
 def _sources_covariances(A, Bt, Lpsi, rho0, delta):
     """C (eq. (5) on the sources) and Cpsi of a finished ``sources`` run, each one product over the stored rows:
     C(t, s)_jk = rho0^2 A(t)_j . A(s)_k + Bt(t)_j . Bt(s)_k / delta and Cpsi(t, s)_jk = Lpsi(t m + j) . Lpsi(s m + k)
@@ -719,15 +748,16 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     # The rows of epsT are drawn as sources open, in order from the same stream (the generator fills an array
     # row by row, and nothing else draws from ``rng`` below): the numbers of one draw of all T m rows, without
     # drawing the rows a truncated basis (eq. (6b)) never opens.
-    epsT = np.empty((T * M, n))
+    rows = setup.first_source_rows()
+    epsT = np.empty((rows, n))
     drawn = 0
     A = np.zeros((T + 1, M, M))
     A[0] = (np.linalg.cholesky(np.reshape(setup.initial_gram, (M, M))) if setup.initial_gram  # eq. (7c)
             else np.eye(M))
     Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
     Lpsi = np.zeros((T * M, T * M))
-    PsitT = np.zeros((T * M, n))         # whitened psi paths
-    both = np.empty((T * M, n))          # eps / sqrt(delta) + psit / delta per source row (rows as drawn)
+    PsitT = np.zeros((rows, n))          # whitened psi paths
+    both = np.empty((rows, n))           # eps / sqrt(delta) + psit / delta per source row (rows as drawn)
     snaps = dict.fromkeys(checkpoints(T))
     psi = np.empty((n, M))
     loss = np.empty(n)
@@ -766,6 +796,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
             break
         wpsi = omega[:, None] * psi
+        if r + M > epsT.shape[0]:   # eq. (6b): room for the m sources this step may open
+            epsT, PsitT, both = _grow_source_rows(setup, t, (epsT, PsitT, both), r + M)
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
         _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows, omega,
                       noise_rng)
