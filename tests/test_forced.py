@@ -10,7 +10,8 @@ import pytest
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.errors import ThresholdsError, UnsupportedError
 from thresholds import cache
-from thresholds.forced import CURVES, initial_gram, initial_overlap, paths_for, points, run_trial, trial_setup
+from thresholds.forced import (CURVES, initial_gram, initial_overlap, paths_for, points, run_trial, source_tol_for,
+                               trial_setup)
 from thresholds.problem import Problem
 
 ETA = 0.1
@@ -125,9 +126,13 @@ def test_trial_setup():
 
 
 def test_paths_per_sample():
-    # eq. (4): max(n, 2500 m, 1250 m^2)
+    # eq. (4): max(n, 2500 m, 1250 m^2) at source tolerance 1e-3 (m < 8); eq. (4b): max(n, 5000 m) at 1e-2 (m >= 8)
     assert paths_for(5.0, 400) == 2500 and paths_for(7.0, 3200) == 22_400 and paths_for(5.0, 400, m=2) == 5_000
-    assert paths_for(5.0, 400, m=4) == 20_000 and paths_for(3.5, 800, m=8) == 80_000
+    assert paths_for(5.0, 400, m=4) == 20_000 and paths_for(3.5, 800, m=8) == 40_000
+    assert paths_for(3.5, 800, m=8, source_tol=1e-3) == 80_000 and paths_for(3.5, 800, m=4, source_tol=1e-2) == 20_000
+    assert paths_for(3.5, 800, m=16) == 80_000 and paths_for(3.5, 800, m=8, source_tol=3e-3) == 80_000
+    assert paths_for(20.0, 4000, m=8) == 80_000                # n above 5000 m
+    assert [source_tol_for(m) for m in (1, 2, 4, 7, 8, 16)] == [1e-3] * 4 + [1e-2] * 2
     assert paths_for(6.0, 400) == 2500 and paths_for(7.0, 400) == 2800
     assert paths_for(5.0, 400, 4000) == 4000
     assert paths_for(5.0, 400, per_sample=1) == 2000           # the paths are the samples: no rounding up
@@ -137,6 +142,10 @@ def test_paths_per_sample():
     assert trial_setup(problem, 5.5, 401, 0, paths=paths_for(5.5, 401, per_sample=1)).paths == 2206
     assert trial_setup(problem, 5.0, 400, 0).paths == 2500     # the default is eq. (4) at the problem's m
     assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 0).paths == 11250   # 1250 m^2
+    wide = trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=8), 3.5, 800, 0)
+    assert (wide.paths, wide.source_tol) == (40_000, 1e-2)    # eq. (4b)
+    assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=8), 3.5, 800, 0,
+                       source_tol=1e-3).paths == 80_000
     from validation.forced_trials import check_paths
     rows = [{"d": 400, "delta": 5.0, "paths": 2500}, {"d": 400, "delta": 6.0, "paths": 20_000}]
     check_paths(rows)                                            # one count per point: fine

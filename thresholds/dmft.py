@@ -377,6 +377,7 @@ class DMFTResult:
     hard_fraction: np.ndarray = None     # hard_overlap / ||theta||^2 per replica, then mean and s.e.
     hard_fraction_err: np.ndarray = None
     hard_signal: np.ndarray = None       # M_H,j(t) per replica (replicas, T+1, r_H, m) (planted runs; else None)
+    sources: list = None                 # ``sources``: the source rows each replica used at the end (eq. (6b))
 
     def to_json(self, every: int = 1) -> dict:
         steps = []
@@ -979,7 +980,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
                       snapshots={t: [o.snapshots[t] for o in outs] for t in (first.snapshots or {})},
                       seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2, outs),
                       signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
-                      easy_basis=split.easy.tolist() or None, **hard)
+                      easy_basis=split.easy.tolist() or None,
+                      sources=[o.sources for o in outs] if setup.response == "sources" else None, **hard)
 
 
 def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):

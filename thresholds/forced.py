@@ -88,6 +88,22 @@ and 160k paths give 80k's (width section 8d).  Cost per trial: one planted run, 
 sources opened (about 50 at m = 1, 290 at m = 8), independent of d beyond N >= n (0.1-0.2 s for 600 steps at
 m = 1 and 2500-5000 paths; 2.5 s at m = 2 and 5000; about 14 s at m = 4 and 20000, 78 s at m = 8 and 80000, one
 core).
+
+Source tolerance at large width.  The response noise biases the law by roughly -c r / N (r the sources opened;
+dmft eq. (6c)), and a trial costs O(N r T m), so fewer sources buy both.  The tolerance's own error grows with it:
+quad, delta 3.5, planted 0.1, hard part at step 600 (validation/reports/planted/width section 8e; converged value
+at 1e-3 0.7305, GD 0.729 at d = 3200), m = 8: r = 320 / 180 / 150 / 110 at eps = 1e-3 / 1e-2 / 3e-2 / 1e-1 and,
+once converged in N, +0.003 / +0.015 / > +0.04 off.  At 1e-2 the paths needed grow like m, not m^2: the hard part
+at N = 5000 m is within 0.006 of its large-N value at m = 4, 8, 16 (0.837 / 0.733 / 0.667 against 0.842 / 0.734 /
+0.667 at 80k-160k), and 2500 m is not (m = 4: 0.818, m = 8: 0.710, m = 16: 0.648).  So
+
+    m >= WIDE_FROM = 8:   eps = WIDE_SOURCE_TOL = 1e-2,   N = max(n, PATHS_PER_NEURON_WIDE m),   5000 m       (4b)
+
+(m = 8: 40k paths at r = 180 instead of 80k at r = 320; m = 16: 80k at r = 285 instead of eq. (4)'s 320k).  The forced trials
+follow: m = 8, d = 800, delta 3.5, 16 stratified trials, final hard fraction 0.480 +- 0.020 (6 of 16 escape) with
+eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3 (difference -0.013 +- 0.019 over the same
+overlaps).  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
+0.003), and the gain is smaller (r = 123 against 200).
 """
 
 from __future__ import annotations
@@ -104,7 +120,15 @@ from .problem import Problem
 
 PATHS_PER_NEURON = 2500       # eq. (4): paths per trial max(n, PATHS_PER_NEURON m, PATHS_PER_NEURON_PAIR m^2)
 PATHS_PER_NEURON_PAIR = 1250
+PATHS_PER_NEURON_WIDE = 5000   # eq. (4b): paths per trial max(n, PATHS_PER_NEURON_WIDE m) at WIDE_SOURCE_TOL
 SOURCE_TOL = 1e-3   # the truncated source basis (dmft eq. (6b)): no finite-paths bias at long horizons
+WIDE_SOURCE_TOL = 1e-2   # eq. (4b): the source basis of trials at width m >= WIDE_FROM
+WIDE_FROM = 8
+
+
+def source_tol_for(m: int) -> float:
+    """The default source tolerance of a trial at width m (eq. (4b))."""
+    return WIDE_SOURCE_TOL if int(m) >= WIDE_FROM else SOURCE_TOL
 XI_SEED = 1729      # the stream of the initial overlaps xi_k
 
 
@@ -177,9 +201,9 @@ def initial_gram(trial: int, m: int, d: int) -> tuple:
 
 
 def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
-                source_tol: float = SOURCE_TOL, gram: bool = False, strata: int = 0) -> DMFTSetup:
+                source_tol: float = None, gram: bool = False, strata: int = 0) -> DMFTSetup:
     """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``; with
-    ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3))."""
+    ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3)).  ``source_tol`` None: eq. (4b)."""
     why = refusal(problem)
     if why:
         raise ThresholdsError(why)
@@ -188,7 +212,8 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     if not (isinstance(trial, int) and trial >= 0):
         raise ThresholdsError(f"a trial index must be an integer >= 0, got {trial!r}")
     n = float(delta) * d
-    paths = paths_for(delta, d, paths, m=problem.m)
+    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
+    paths = paths_for(delta, d, paths, m=problem.m, source_tol=source_tol)
     if paths < n:
         raise ThresholdsError(f"a forced trial at n = delta d = {n:g} samples needs at least that many paths, "
                               f"got {paths}")
@@ -225,10 +250,11 @@ def trial_curves(setup: DMFTSetup, cache: bool = True) -> dict:
 
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
-              source_tol: float = SOURCE_TOL, every: int = 25, cache: bool = True, gram: bool = False,
+              source_tol: float = None, every: int = 25, cache: bool = True, gram: bool = False,
               strata: int = 0) -> ForcedTrial:
     """Eq. (1) for one trial; its per-step curves are cached on disk unless ``cache`` is False
-    (:func:`trial_curves`)."""
+    (:func:`trial_curves`).  ``source_tol`` None: eq. (4b)."""
+    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
     setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata)
     frac = trial_curves(setup, cache)["hard_fraction"]
     keep = list(range(0, setup.steps + 1, every))
@@ -322,10 +348,12 @@ def grid_delta(start: float, factor: float, k: int) -> float:
     return float(f"{start * factor**k:.4g}")
 
 
-def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None, m: int = 1) -> int:
+def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None, m: int = 1,
+              source_tol: float = None) -> int:
     """``paths``; or ``per_sample`` paths per sample, ceil(per_sample delta d) (per_sample >= 1; at 1 the paths are
     the n samples and eq. (7b) adds no forcing); or by default eq. (4), max(n, PATHS_PER_NEURON m,
-    PATHS_PER_NEURON_PAIR m^2)."""
+    PATHS_PER_NEURON_PAIR m^2), and at ``source_tol`` = WIDE_SOURCE_TOL eq. (4b), max(n, PATHS_PER_NEURON_WIDE m)
+    (None: the default tolerance of width m)."""
     if per_sample is not None:
         if paths is not None:
             raise ThresholdsError("give a number of paths or paths per sample, not both")
@@ -334,7 +362,10 @@ def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None,
         return int(math.ceil(per_sample * delta * d - 1e-9))
     if paths is not None:
         return int(paths)
-    return max(PATHS_PER_NEURON * int(m), PATHS_PER_NEURON_PAIR * int(m) ** 2, int(math.ceil(delta * d - 1e-9)))
+    n = int(math.ceil(delta * d - 1e-9))
+    if (source_tol_for(m) if source_tol is None else source_tol) == WIDE_SOURCE_TOL:
+        return max(PATHS_PER_NEURON_WIDE * int(m), n)
+    return max(PATHS_PER_NEURON * int(m), PATHS_PER_NEURON_PAIR * int(m) ** 2, n)
 
 
 def trial_success(problem: Problem, source_tol: float, cache: bool, strata: int, job) -> bool:
@@ -345,7 +376,7 @@ def trial_success(problem: Problem, source_tol: float, cache: bool, strata: int,
 
 
 def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
-            search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = SOURCE_TOL,
+            search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = None,
             cache: bool = True, log=None, run=None, map_trials=None, strata: int = None) -> ForcedPrediction:
     """delta_1/2(d) of eq. (2) for each d.  On the grid start * factor^k, P is estimated from ``trials`` trials
     at start, then one delta at a time toward 1/2 until the rates bracket it, and one more beyond each end of
@@ -355,7 +386,8 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
     :func:`trial_success` (tests).  ``map_trials(fn, jobs) -> list`` runs the trials of one delta (in order of
     ``jobs``); default: one after the other here (validation.sweep.task_map spreads them over processes).
     The trials are independent and cached one by one, so the result does not depend on where they run.
-    ``strata``: the initial overlaps of eq. (2s), by default stratified over the ``trials`` of a delta; 0: iid."""
+    ``strata``: the initial overlaps of eq. (2s), by default stratified over the ``trials`` of a delta; 0: iid.
+    ``source_tol`` None: eq. (4b)."""
     import time
 
     from .crossing import paired_crossing
@@ -371,6 +403,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
                               f"start {start}, range ({search_min}, {search_max})")
     from functools import partial
     strata = trials if strata is None else int(strata)
+    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
     one = partial(trial_success, problem, source_tol, cache, strata) if run is None else (lambda job: run(*job))
     map_trials = map_trials or (lambda fn, jobs: [fn(job) for job in jobs])
     t0 = time.time()
@@ -382,7 +415,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
         def measure(k):
             delta = grid_delta(anchor, factor, k)
             if k not in rate and search_min <= delta <= search_max:
-                n_paths = paths_for(delta, d, paths, m=problem.m)
+                n_paths = paths_for(delta, d, paths, m=problem.m, source_tol=source_tol)
                 outcome[k] = [bool(w) for w in map_trials(one, [(delta, d, j, n_paths) for j in range(trials)])]
                 wins = rate[k] = sum(outcome[k])
                 if log:

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from thresholds.errors import ThresholdsError
-from thresholds.forced import SOURCE_TOL, ForcedPoint, paths_for, points, run_trial
+from thresholds.forced import ForcedPoint, paths_for, points, run_trial, source_tol_for
 from thresholds.problem import Problem
 from validation import records
 from validation.planted_threshold import gd_crossings, gd_rates
@@ -39,19 +39,21 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
 
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
-          source_tol: float = SOURCE_TOL, first: int = 0, log=print, gram: bool = False, strata: int = 0,
+          source_tol: float = None, first: int = 0, log=print, gram: bool = False, strata: int = 0,
           per_sample: float = None) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
-    None: thresholds.forced.paths_for (eq. (4), max(n, 2500 m, 1250 m^2); ``per_sample`` paths per sample).  Trials with
-    another path count at a point are not reused (and :func:`check_paths` refuses the mixture)."""
+    None: thresholds.forced.paths_for (eqs. (4), (4b); ``per_sample`` paths per sample); ``source_tol``
+    None: the width's default (thresholds.forced eq. (4b)).  Trials with another path count at a point are not reused
+    (and :func:`check_paths` refuses the mixture)."""
+    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
             if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
             for delta in deltas:
-                n_paths = paths_for(delta, d, paths, per_sample, m=problem.m)
+                n_paths = paths_for(delta, d, paths, per_sample, m=problem.m, source_tol=source_tol)
                 if (d, float(delta), k, n_paths) in done:
                     continue
                 start = time.time()
@@ -180,10 +182,12 @@ def main(argv=None):
     ap.add_argument("--delta", default="10,12", help="comma-separated sample ratios")
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
-    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: thresholds.forced eq. (4), max(delta d, 2500 m, 1250 m^2))")
+    ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: thresholds.forced eq. (4), "
+                    "max(delta d, 2500 m, 1250 m^2) at source tolerance 1e-3, eq. (4b), max(delta d, 5000 m) at 1e-2)")
     ap.add_argument("--paths-per-sample", type=float, default=None,
                     help="paths per trial = ceil(R delta d) (R >= 1; R = 1: the paths are the samples, no added forcing)")
-    ap.add_argument("--source-tol", type=float, default=SOURCE_TOL)
+    ap.add_argument("--source-tol", type=float, default=None, help="thresholds.dmft eq. (6b) (default: thresholds.forced "
+                    "eq. (4b), 1e-3 at m < 8 and 1e-2 at m >= 8)")
     ap.add_argument("--strata", type=int, default=0, help="initial overlaps stratified in blocks of this many trials "
                     "(thresholds.forced eq. (2s)); 0: iid")
     ap.add_argument("--gram", action="store_true", help="the bulk from the finite-d Gram of the neurons "

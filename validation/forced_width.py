@@ -30,10 +30,12 @@ GD = {
     ("quad", 0.05, 2): ["width/gd_quad_m2_T600/report.md", "width/gd_quad_m2_T600_d800_1600/report.md"],
     ("quad", 0.05, 4): ["width/gd_quad_m4_T600/report.md"],
     ("quad", 0.05, 8): ["width/gd_quad_m8_T600/report.md", "width/gd_quad_m8_T600_d800/report.md"],
+    ("quad", 0.05, 16): ["width/gd_quad_m16_T600/report.md", "width/gd_quad_m16_T600_d800/report.md"],
     ("gelu", 0.1, 1): ["gd_gelu_T600/report.md", "gd_gelu_T600_d1600/report.md"],
     ("gelu", 0.1, 2): ["width/gd_gelu_m2_T600/report.md", "width/gd_gelu_m2_T600_d800/report.md"],
     ("gelu", 0.1, 4): ["width/gd_gelu_m4_T600/report.md", "width/gd_gelu_m4_T600_d800/report.md"],
     ("gelu", 0.1, 8): ["width/gd_gelu_m8_T600/report.md", "width/gd_gelu_m8_T600_d800/report.md"],
+    ("gelu", 0.1, 16): ["width/gd_gelu_m16_T600/report.md", "width/gd_gelu_m16_T600_d800/report.md"],
 }
 
 

@@ -15,7 +15,8 @@ so that neither the size of the initial overlaps nor their finite-d draw enters:
 * the planted DMFT without forcing (d = inf), at the paths and source tolerances of ``--dmft``.
 
 Per step: the bulk (1/m) sum_j (||theta_j||^2 - M_H,j^2) and the hard part (1/m) sum_j M_H,j^2, mean +- s.e.
-over the runs.  GD at two d and the forced trials at the same d say whether the forced model follows GD's
+over the runs; for the DMFT routes also the sources opened (thresholds.dmft eq. (6b)) and the seconds per run
+(records made before these fields leave them blank).  GD at two d and the forced trials at the same d say whether the forced model follows GD's
 d-dependence; GD extrapolated in 1/d against the d = inf DMFT says whether the d = inf dynamics is right.
 
     python -m validation.width_growth --m 8 --delta 3.5 --q 0.1 --dims 800,3200 [--summary]
@@ -74,7 +75,7 @@ def dmft_run(problem: Problem, delta: float, q: float, seed: int, *, d: int = 0,
     res = solve_dmft(setup, cache=False)
     return {"route": "forced" if d else "dmft", "d": d, "seed": seed, "paths": setup.paths,
             "source_tol": source_tol, **({"response_noise": response_noise} if response_noise else {}),
-            **parts(res.hard_overlap, res.norm2)}
+            "sources": res.sources[0], "seconds": round(res.seconds, 1), **parts(res.hard_overlap, res.norm2)}
 
 
 def label(r: dict) -> str:
@@ -90,14 +91,16 @@ def summarize(rows: list[dict], steps=STEPS) -> list[str]:
     groups: dict[str, list] = {}
     for r in rows:
         groups.setdefault(label(r), []).append(r)
-    out = ["| route | runs | " + " | ".join(f"hard, t = {t}" for t in steps) + " | bulk, t = " + f"{steps[-1]} |",
-           "|---|---|" + "---|" * (len(steps) + 1)]
+    out = ["| route | runs | " + " | ".join(f"hard, t = {t}" for t in steps) + " | bulk, t = " + f"{steps[-1]} |"
+           + " sources | seconds |", "|---|---|" + "---|" * (len(steps) + 3)]
 
     for name in sorted(groups):
         rs = groups[name]
         T = len(rs[0]["hard"]) - 1
         hard = [cell([r["hard"][t] for r in rs]) for t in steps if t <= T]
-        out.append(f"| {name} | {len(rs)} | " + " | ".join(hard) + f" | {cell([r['bulk'][T] for r in rs])} |")
+        extra = [f"{np.mean([r[k] for r in rs]):.0f}" if all(k in r for r in rs) else "" for k in ("sources", "seconds")]
+        out.append(f"| {name} | {len(rs)} | " + " | ".join(hard) + f" | {cell([r['bulk'][T] for r in rs])} | "
+                   + " | ".join(extra) + " |")
     return out
 
 
@@ -142,7 +145,7 @@ def main(argv=None):
                 continue
             rec = gd_run(problem, args.delta, d, args.q, seed)
         else:
-            n_paths = paths if paths else paths_for(args.delta, d, m=args.m)   # thresholds.forced eq. (4)
+            n_paths = paths if paths else paths_for(args.delta, d, m=args.m, source_tol=tol)   # forced eq. (4)
             if (route, d, seed, n_paths, tol, noise) in done:
                 continue
             rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol, response_noise=noise)
