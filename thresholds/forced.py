@@ -99,7 +99,8 @@ at N = 5000 m is within 0.006 of its large-N value at m = 4, 8, 16 (0.837 / 0.73
 
     m >= WIDE_FROM = 8:   eps = WIDE_SOURCE_TOL = 1e-2,   N = max(n, PATHS_PER_NEURON_WIDE m),   5000 m       (4b)
 
-(m = 8: 40k paths at r = 180 instead of 80k at r = 320; m = 16: 80k at r = 285 instead of eq. (4)'s 320k).  The forced trials
+(m = 8: 40k paths at r = 180 instead of 80k at r = 320, a trial 2.5x faster, about 31 s on a core; m = 16: 80k at
+r = 285 instead of eq. (4)'s 320k).  The forced trials
 follow: m = 8, d = 800, delta 3.5, 16 stratified trials, final hard fraction 0.480 +- 0.020 (6 of 16 escape) with
 eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3 (difference -0.013 +- 0.019 over the same
 overlaps).  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-

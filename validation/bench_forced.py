@@ -76,7 +76,10 @@ def test_forced_width_prediction_cold(benchmark):
     the faster sources step (the same crossing); 125 s with C and Cpsi formed after the loop (the same crossing).  Not
     measured at m = 4 and 8: a trial's cost is O(N r T) with r, the sources opened, growing with m and N = max(n,
     2500 m, 1250 m^2) paths (eq. (4); single trials on a core: about 13 s at m = 4 and 20000 paths, 78 s at m = 8 and
-    80000), so 160 trials on two cores take roughly 17 minutes and 1.7 hours there."""
+    80000), so 160 trials on two cores take roughly 17 minutes and 1.7 hours there.  With eq. (4b) (m >= 8: source
+    tolerance 1e-2, 5000 m paths) an m = 8 trial is 2.5x faster (97 s against 244 s back to back on a loaded
+    machine), about 40 minutes per prediction; m = 16 (80k paths, r about 290 sources): 410 s per trial with six jobs
+    sharing the two cores."""
     m = int(os.environ.get("BENCH_M", "2"))
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
     workers = int(os.environ.get("BENCH_WORKERS", "2"))
