@@ -93,17 +93,16 @@ Source tolerance at large width.  The response noise biases the law by roughly -
 dmft eq. (6c)), and a trial costs O(N r T m), so fewer sources buy both.  The tolerance's own error grows with it:
 quad, delta 3.5, planted 0.1, hard part at step 600 (validation/reports/planted/width section 8e; converged value
 at 1e-3 0.7305, GD 0.729 at d = 3200), m = 8: r = 320 / 180 / 150 / 110 at eps = 1e-3 / 1e-2 / 3e-2 / 1e-1 and,
-once converged in N, +0.003 / +0.015 / > +0.04 off.  At 1e-2 the paths needed grow like m, not m^2: the hard part
+once converged in N, the last three are +0.003 / +0.015 / more than +0.03 off.  At 1e-2 the paths needed grow like m, not m^2: the hard part
 at N = 5000 m is within 0.006 of its large-N value at m = 4, 8, 16 (0.837 / 0.733 / 0.667 against 0.842 / 0.734 /
 0.667 at 80k-160k), and 2500 m is not (m = 4: 0.818, m = 8: 0.710, m = 16: 0.648).  So
 
     m >= WIDE_FROM = 8:   eps = WIDE_SOURCE_TOL = 1e-2,   N = max(n, PATHS_PER_NEURON_WIDE m),   5000 m       (4b)
 
 (m = 8: 40k paths at r = 180 instead of 80k at r = 320, a trial 2.5x faster, about 31 s on a core; m = 16: 80k at
-r = 285 instead of eq. (4)'s 320k).  The forced trials
-follow: m = 8, d = 800, delta 3.5, 16 stratified trials, final hard fraction 0.480 +- 0.020 (6 of 16 escape) with
-eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3 (difference -0.013 +- 0.019 over the same
-overlaps).  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
+r = 285 instead of eq. (4)'s 320k).  The forced trials follow: m = 8, d = 800, delta 3.5, 16 stratified trials, final
+hard fraction 0.480 +- 0.020 (6 of 16 escape) with eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3
+(difference -0.013 +- 0.019 over the same overlaps).  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
 0.003), and the gain is smaller (r = 123 against 200).
 """
 
@@ -125,12 +124,12 @@ PATHS_PER_NEURON_WIDE = 5000   # eq. (4b): paths per trial max(n, PATHS_PER_NEUR
 SOURCE_TOL = 1e-3   # the truncated source basis (dmft eq. (6b)): no finite-paths bias at long horizons
 WIDE_SOURCE_TOL = 1e-2   # eq. (4b): the source basis of trials at width m >= WIDE_FROM
 WIDE_FROM = 8
+XI_SEED = 1729      # the stream of the initial overlaps xi_k
 
 
 def source_tol_for(m: int) -> float:
     """The default source tolerance of a trial at width m (eq. (4b))."""
     return WIDE_SOURCE_TOL if int(m) >= WIDE_FROM else SOURCE_TOL
-XI_SEED = 1729      # the stream of the initial overlaps xi_k
 
 
 @dataclass
