@@ -55,8 +55,9 @@ Responses (the cost driver), chosen by ``response``:
   from O(N t m) to O(N r), and the memory of the per-path arrays from O(N T m) to O(N r): they start with
   room for INITIAL_SOURCE_ROWS sources per neuron and double when the opened sources fill it.  Error model:
   the Monte Carlo error (the spread over replicas), the truncation, O(eps), and the remaining
-  self-interaction, O(r delta / N); the last two are not bounded a priori but measured: by the dependence on the number of paths (a straight line in 1/N
-  whose slope must be consistent with 0) and by a second eps (validation/dmft_paths.py).  The tail of
+  self-interaction, O(r delta / N); the last two are not bounded a priori but measured: by the dependence
+  on the number of paths (a straight line in 1/N whose slope must be consistent with 0) and by a second
+  eps (validation/dmft_paths.py).  The tail of
   the law converges more slowly than its bulk: quad, delta 16, step 400, eps = 1e-3, the Hessian
   indicator with G clipped at its 1e-3 quantile is 1.198 +- 0.018 / 1.228 +- 0.004 at 80k / 320k paths
   per replica (1.177 +- 0.018 at 320k with eps = 1e-5), against 1.156 +- 0.010 for GD at d = 4000,
