@@ -127,8 +127,10 @@ WIDE_FROM = 8
 XI_SEED = 1729      # the stream of the initial overlaps xi_k
 
 
-def source_tol_for(m: int) -> float:
-    """The default source tolerance of a trial at width m (eq. (4b))."""
+def source_tol_for(m: int, source_tol: float = None) -> float:
+    """``source_tol`` when given, else the default source tolerance of a trial at width m (eq. (4b))."""
+    if source_tol is not None:
+        return source_tol
     return WIDE_SOURCE_TOL if int(m) >= WIDE_FROM else SOURCE_TOL
 
 
@@ -212,7 +214,7 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     if not (isinstance(trial, int) and trial >= 0):
         raise ThresholdsError(f"a trial index must be an integer >= 0, got {trial!r}")
     n = float(delta) * d
-    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
+    source_tol = source_tol_for(problem.m, source_tol)
     paths = paths_for(delta, d, paths, m=problem.m, source_tol=source_tol)
     if paths < n:
         raise ThresholdsError(f"a forced trial at n = delta d = {n:g} samples needs at least that many paths, "
@@ -254,14 +256,13 @@ def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int 
               strata: int = 0) -> ForcedTrial:
     """Eq. (1) for one trial; its per-step curves are cached on disk unless ``cache`` is False
     (:func:`trial_curves`).  ``source_tol`` None: eq. (4b)."""
-    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
     setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata)
     frac = trial_curves(setup, cache)["hard_fraction"]
     keep = list(range(0, setup.steps + 1, every))
     if keep[-1] != setup.steps:
         keep.append(setup.steps)
     return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m, strata),
-                       [float(frac[t]) for t in keep], int(every), int(setup.paths), float(source_tol), bool(gram),
+                       [float(frac[t]) for t in keep], int(every), int(setup.paths), float(setup.source_tol), bool(gram),
                        int(strata))
 
 
@@ -366,7 +367,7 @@ def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None,
     if paths is not None:
         return int(paths)
     n = int(math.ceil(delta * d - 1e-9))
-    if (source_tol_for(m) if source_tol is None else source_tol) == WIDE_SOURCE_TOL:
+    if source_tol_for(m, source_tol) == WIDE_SOURCE_TOL:
         return max(PATHS_PER_NEURON_WIDE * int(m), n)
     return max(PATHS_PER_NEURON * int(m), PATHS_PER_NEURON_PAIR * int(m) ** 2, n)
 
@@ -406,7 +407,7 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
                               f"start {start}, range ({search_min}, {search_max})")
     from functools import partial
     strata = trials if strata is None else int(strata)
-    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
+    source_tol = source_tol_for(problem.m, source_tol)
     one = partial(trial_success, problem, source_tol, cache, strata) if run is None else (lambda job: run(*job))
     map_trials = map_trials or (lambda fn, jobs: [fn(job) for job in jobs])
     t0 = time.time()

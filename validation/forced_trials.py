@@ -46,7 +46,7 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
     None: thresholds.forced.paths_for (eqs. (4), (4b); ``per_sample`` paths per sample); ``source_tol``
     None: the width's default (thresholds.forced eq. (4b)).  Trials with another path count at a point are not reused
     (and :func:`check_paths` refuses the mixture)."""
-    source_tol = source_tol_for(problem.m) if source_tol is None else source_tol
+    source_tol = source_tol_for(problem.m, source_tol)
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
             if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -44,13 +44,23 @@ def rows_for(activation: str, eta: float, m: int, out: Path = OUT) -> list:
     return records.read(records_path(Problem(activation, "phase_retrieval", eta=eta, steps=600, m=m), out))
 
 
-def setup_crossings(act: str, eta: float, m: int, out=OUT) -> tuple[dict, dict]:
-    """d -> (crossing, s.e.) of the forced trials and of GD (the reports of ``GD``) for one setup and width.
-    ``out``: a directory of forced trial records, or several, of which the last that holds a d gives its crossing
-    (e.g. records with more paths per trial after the first ones)."""
-    forced = {}
+def rows_by_d(act: str, eta: float, m: int, out=OUT) -> dict:
+    """d -> the forced trial records at d of one setup and width.  ``out``: a directory of records, or several, of
+    which the last that holds a d gives its records there (e.g. records with more paths per trial after the first
+    ones)."""
+    by_d = {}
     for directory in ([out] if isinstance(out, (str, Path)) else out):
-        forced.update({d: (c, se) for d, c, se in crossings(rows_for(act, eta, m, Path(directory)))})
+        here = {}
+        for r in rows_for(act, eta, m, Path(directory)):
+            here.setdefault(int(r["d"]), []).append(r)
+        by_d.update(here)
+    return by_d
+
+
+def setup_crossings(act: str, eta: float, m: int, out=OUT) -> tuple[dict, dict]:
+    """d -> (crossing, s.e.) of the forced trials (the records of :func:`rows_by_d`) and of GD (the reports of
+    ``GD``) for one setup and width."""
+    forced = {d: (c, se) for rows in rows_by_d(act, eta, m, out).values() for d, c, se in crossings(rows)}
     gd = {}
     for rep in GD[(act, eta, m)]:
         if (REPORTS / rep).exists():
@@ -118,9 +128,7 @@ def main(argv=None):
     print("\n".join(lines))
     if args.points:
         for (act, eta, m), reports in GD.items():
-            rows = []
-            for out in args.out:   # as the crossings: the last directory that holds d
-                rows = [r for r in rows_for(act, eta, m, out) if r["d"] == args.d] or rows
+            rows = rows_by_d(act, eta, m, args.out).get(args.d)   # the records the crossings use
             if rows:
                 print(f"\n{act}, eta {eta:g}, m = {m}, d = {args.d}:\n")
                 print("\n".join(summarize(rows, [REPORTS / r for r in reports if (REPORTS / r).exists()])))
