@@ -256,6 +256,59 @@ def test_truncated_basis_represents_every_column_within_the_tolerance():
     assert not PsitT[r:].any()
 
 
+def _compact_reference(psi, omega, Psit, tol):
+    """Column-by-column Gram-Schmidt (twice) against every source so far with a tolerance (eq. (6b)): a column
+    opens a source when its residual keeps more than ``tol`` of its variance; ``Psit`` (paths x r) grows.
+    Returns the new Psit and the column's coefficient rows (m x r)."""
+    rows = []
+    for k in range(psi.shape[1]):
+        col = psi[:, k]
+        coef = (omega * col) @ Psit
+        res = col - Psit @ coef
+        fix = (omega * res) @ Psit
+        res = res - Psit @ fix
+        coef = coef + fix
+        norm2 = float(omega @ (res * res))
+        if norm2 > tol * float(omega @ (col * col)):
+            Psit = np.column_stack([Psit, res / math.sqrt(norm2)])
+            coef = np.append(coef, math.sqrt(norm2))
+        rows.append(coef)
+    return Psit, [np.pad(c, (0, Psit.shape[1] - c.size)) for c in rows]
+
+
+def test_truncated_basis_with_mixed_columns_is_the_column_by_column_scheme():
+    """eq. (6b) forms residuals only for the columns with at least the tolerance left against the past
+    (dmft._whiten_compact, by Pythagoras); a step that mixes new columns, columns inside the span, a column
+    with part of the tolerance left (a candidate that opens nothing) and a column that the new source of an
+    earlier column of the same step explains, next to one with a little more than the tolerance left, must
+    give the column-by-column scheme's rows and sources."""
+    from thresholds.dmft import _whiten
+
+    rng = np.random.default_rng(11)
+    n, m, tol, steps = 1000, 5, 1e-2, 5
+    omega = rng.uniform(0.5, 1.5, n)
+    omega /= omega.sum()
+    PsitT, Lpsi = np.zeros((steps * m, n)), np.zeros((steps * m, steps * m))
+    ref = np.zeros((n, 0))
+    r = 0
+    for t in range(steps):
+        psi = rng.standard_normal((n, m))
+        if t:
+            inside = ref @ rng.standard_normal(r)
+            scale = np.sqrt(omega @ inside**2)
+            noise = rng.standard_normal(n) * scale
+            psi[:, 1] = inside + 1e-2 * noise                    # about 1e-4 of its variance left: no candidate
+            psi[:, 2] = inside + math.sqrt(0.7 * tol) * noise    # 0.7 tol left: a candidate that opens nothing
+            psi[:, 3] = inside + psi[:, 0] + 1e-2 * noise        # explained by column 0's new source
+            psi[:, 4] = inside + math.sqrt(1.3 * tol) * rng.standard_normal(n) * scale   # 1.3 tol left: opens
+        ref, rows = _compact_reference(psi, omega, ref, tol)
+        r_new = _whiten(t * m, psi, omega, PsitT, Lpsi, r, tol, True)
+        assert r_new == ref.shape[1] == (m if t == 0 else r + 2)
+        np.testing.assert_allclose(PsitT[:r_new], ref.T, rtol=0, atol=1e-10)
+        np.testing.assert_allclose(Lpsi[t * m:(t + 1) * m, :r_new], np.array(rows), rtol=0, atol=1e-10)
+        r = r_new
+
+
 def test_a_tolerance_below_every_innovation_is_the_plain_scheme():
     """When every column opens a source, the compacted rows are the plain scheme's rows: same numbers;
     a tolerance of 0 keeps the cache key of the versions before the field."""

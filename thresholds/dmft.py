@@ -196,6 +196,7 @@ def _memory_limit() -> int:
 MAX_MEMORY = _memory_limit()  # larger runs are refused up front
 INNOVATION_FLOOR = 1e-24  # relative variance below which a psi innovation opens no new source
 INITIAL_SOURCE_ROWS = 64  # per neuron: the first room of a truncated basis's per-path arrays (eq. (6b))
+CANDIDATE_MARGIN = 0.99  # eq. (6b): a column with less than this times the tolerance left against the past cannot open
 
 
 @dataclass
@@ -605,7 +606,7 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
     RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
-    RB = math.sqrt(setup.delta) * (epsT[:r0] @ wpsi).T
+    RB = math.sqrt(setup.delta) * _times_paths(wpsi, epsT[:r0])
     if noise_rng is not None:
         RA, RB = _response_noise(setup, wpsi, omega, nu, epsT[:r0], RA, RB, noise_rng)
     A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
@@ -617,6 +618,12 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
         rE, grad = gE.shape[1], gE_forced.T @ wpsi
         Msig[t + 1] = (1 - eta * lam) * Msig[t] + eta * grad[:rE]
         Msig[t + 1, hard_rows] += eta * grad[rE:]
+
+
+def _times_paths(wpsi, rows):
+    """(rows @ wpsi)^T, (m, r), for per-path columns ``wpsi`` (paths x m) and per-path rows ``rows`` (r x paths),
+    as (m x paths, contiguous) @ (paths x r): the faster BLAS product for these shapes (about 1.5x at m = 8)."""
+    return np.ascontiguousarray(wpsi.T) @ rows.T
 
 
 def _response_noise(setup, wpsi, omega, nu, eps, RA, RB, rng):
@@ -651,45 +658,75 @@ def _whiten(P, psi, omega, PsitT, Lpsi, r=None, floor=INNOVATION_FLOOR, compact=
     the innovation's variance is above ``floor`` times the column's, opens a new source: whitened path
     PsitT[J], J = the next source row.  Returns the new number of source rows.  Without ``compact`` every
     column takes a row (J = P + k; one that opens no source leaves its row zero); with it only the columns
-    that open a source do (eq. (6b)).  The m columns are projected on the past together (two passes, for
-    orthogonality), so the past paths are read four times whatever m is; then each is orthogonalized
-    against the new paths of the columns before it, again twice.  In exact arithmetic this is
-    column-by-column Gram-Schmidt.  With ``compact``, a step at which no column's first-pass residual reaches
-    half the tolerance opens no source: its coefficients of one pass are exact to rounding, the residuals are
-    dropped and never formed (their variance is |psi_k|^2 - |coef_k|^2, Pythagoras on the orthonormal past,
-    exact to a relative O(u) far inside the factor 2 of margin): most steps of a truncated basis read the
-    past once instead of four times.  ``wpsi``: omega psi, when the caller has it."""
+    that open a source do (eq. (6b), :func:`_whiten_compact`).  The m columns are projected on the past
+    together (two passes, for orthogonality), so the past paths are read four times whatever m is; then each
+    is orthogonalized against the new paths of the columns before it, again twice.  In exact arithmetic this
+    is column-by-column Gram-Schmidt.  ``wpsi``: omega psi, when the caller has it."""
     M = psi.shape[1]
     r = P if r is None else r
     past = PsitT[:r]
     wpsi = omega[:, None] * psi if wpsi is None else wpsi
-    coef = (past @ wpsi).T                              # (m, r): <psi_k, psit^j>_omega
+    coef = _times_paths(wpsi, past)                     # (m, r): <psi_k, psit^j>_omega
     if compact:
-        var = (wpsi * psi).sum(axis=0)                 # |psi_k|^2_omega
-        if ((var - (coef * coef).sum(axis=1)) < (0.5 * floor) * var).all():
-            Lpsi[P : P + M, :r] = coef                  # no column can open a source
-            return r
+        return _whiten_compact(P, psi, omega, wpsi, coef, PsitT, Lpsi, r, floor)
     res = psi - (coef @ past).T
     fix = (past @ (omega[:, None] * res)).T
     res -= (fix @ past).T
     Lpsi[P : P + M, :r] = coef + fix
     J = r
     for k in range(M):
-        col = res[:, k]
-        if J > r:
-            new = PsitT[r:J]
-            c = new @ (omega * col)
-            col = col - c @ new
-            c2 = new @ (omega * col)
-            col -= c2 @ new
-            Lpsi[P + k, r:J] = c + c2
-        norm2 = float(omega @ (col * col))
-        if norm2 > floor * max(float(omega @ (psi[:, k] * psi[:, k])), 1e-300):
-            Lpsi[P + k, J] = math.sqrt(norm2)
-            PsitT[J] = col / Lpsi[P + k, J]
-            J += 1
-        elif not compact:
-            J += 1
+        J = _open_source(P + k, res[:, k], psi[:, k], omega, PsitT, Lpsi, r, J, floor, keep_row=True)
+    return J
+
+
+def _open_source(row, col, psi_k, omega, PsitT, Lpsi, r, J, floor, keep_row):
+    """One column's residual ``col`` (orthogonal to the r past sources) against the sources r..J - 1 opened at
+    this step, twice; it opens source J when its variance is above ``floor`` times psi_k's.  Returns the next
+    free source row (J + 1 also when ``keep_row`` and no source opens: the plain scheme's zero row)."""
+    if J > r:
+        new = PsitT[r:J]
+        c = new @ (omega * col)
+        col = col - c @ new
+        c2 = new @ (omega * col)
+        col -= c2 @ new
+        Lpsi[row, r:J] = c + c2
+    norm2 = float(omega @ (col * col))
+    if norm2 > floor * max(float(omega @ (psi_k * psi_k)), 1e-300):
+        Lpsi[row, J] = math.sqrt(norm2)
+        PsitT[J] = col / Lpsi[row, J]
+        return J + 1
+    return J + 1 if keep_row else J
+
+
+def _whiten_compact(P, psi, omega, wpsi, coef, PsitT, Lpsi, r, floor):
+    """:func:`_whiten` on a truncated basis (eq. (6b)), from the coefficients ``coef`` on the r past sources.
+    A column's residual variance against the past is |psi_k|^2 - |coef_k|^2 (Pythagoras on the orthonormal
+    past, exact to a relative O(u / floor) of the tolerance, far inside the margin 1 - CANDIDATE_MARGIN).  So
+    only the candidates, the columns with at least CANDIDATE_MARGIN times the tolerance left, need their
+    residual formed (two projection passes on the candidates only, as in :func:`_whiten`).  The others cannot
+    open a source (the new sources of this step only lower the residual): they keep coef_k on the past, plus
+    their projection on the sources the candidates before them opened, <psi_k, psit^J>_omega (equal to the
+    residual's: the new paths are orthogonal to the past).  A step without candidates reads the past once; one
+    with c candidates reads it once for the m columns and three times for the c.  Up to rounding this is the
+    column-by-column scheme of :func:`_whiten` with its dropped residuals (m = 8, 40k paths, 600 steps: the
+    same law to 6e-16, 1.7x faster than forming every column's residual at every step that opens a source)."""
+    M = psi.shape[1]
+    var = (wpsi * psi).sum(axis=0)                      # |psi_k|^2_omega
+    Lpsi[P : P + M, :r] = coef
+    cand = np.flatnonzero((var - (coef * coef).sum(axis=1)) >= CANDIDATE_MARGIN * floor * var)
+    if cand.size == 0:
+        return r
+    past = PsitT[:r]
+    res = psi[:, cand] - (coef[cand] @ past).T
+    fix = (past @ (omega[:, None] * res)).T
+    res -= (fix @ past).T
+    Lpsi[P + cand, :r] += fix
+    J, which = r, dict(zip(cand.tolist(), range(cand.size)))
+    for k in range(M):
+        if k in which:
+            J = _open_source(P + k, res[:, which[k]], psi[:, k], omega, PsitT, Lpsi, r, J, floor, keep_row=False)
+        elif J > r:
+            Lpsi[P + k, r:J] = PsitT[r:J] @ wpsi[:, k]
     return J
 
 
