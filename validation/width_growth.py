@@ -11,7 +11,8 @@ so that neither the size of the initial overlaps nor their finite-d draw enters:
 * GD (``validation.simulate``, unrestricted, ``planted`` = eq. (1), the other coordinates drawn as usual) at
   each d of ``--dims``, several data sets;
 * the forced trial at each of these d (thresholds.forced eq. (1m) from eq. (1): the planted DMFT with the hard
-  forcing of n = delta d samples), several forcing and path seeds;
+  forcing of n = delta d samples), several forcing and path seeds, at the forced trials' source tolerance and
+  paths (thresholds.forced eq. (4b): 1e-2 and 5000 m paths from m = 8 on; ``--forced-tol`` another);
 * the planted DMFT without forcing (d = inf), at the paths and source tolerances of ``--dmft``.
 
 Per step: the bulk (1/m) sum_j (||theta_j||^2 - M_H,j^2) and the hard part (1/m) sum_j M_H,j^2, mean +- s.e.
@@ -33,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from thresholds.dmft import DMFTSetup, solve_dmft
-from thresholds.forced import paths_for
+from thresholds.forced import paths_for, source_tol_for
 from thresholds.problem import Problem
 from validation import records
 from validation.simulate import GDSetup, run_gd
@@ -115,6 +116,9 @@ def main(argv=None):
     ap.add_argument("--dims", default="800,3200", help="GD and forced trials at these d")
     ap.add_argument("--gd-seeds", default="8,4", help="GD data sets per d (one number per d)")
     ap.add_argument("--forced-seeds", type=int, default=8, help="forced trials per d")
+    ap.add_argument("--forced-tol", type=float, default=None,
+                    help="source tolerance of the forced trials (default: thresholds.forced eq. (4b), 1e-3 at m < 8 "
+                         "and 1e-2 at m >= 8; their paths follow it)")
     ap.add_argument("--dmft", default="20000:1e-3,40000:1e-3,20000:3e-4",
                     help="d = inf DMFT runs, paths:source_tol[:response_noise] (comma list; the last, "
                     "thresholds.dmft eq. (6c), 0 when left out)")
@@ -132,12 +136,13 @@ def main(argv=None):
     dims = [int(v) for v in args.dims.split(",")]
     seeds = [int(v) for v in args.gd_seeds.split(",")]
     jobs = []
+    forced_tol = source_tol_for(args.m, args.forced_tol)
     for spec in filter(None, args.dmft.split(",")):   # d = inf first (cheap), then the forced trials and GD per d
         paths, tol, *noise = spec.split(":")
         jobs += [("dmft", 0, s, int(paths), float(tol), float(noise[0]) if noise else 0.0)
                  for s in range(args.dmft_seeds)]
     for d, k in zip(dims, seeds):
-        jobs += [("forced", d, s, None, 1e-3, 0.0) for s in range(args.forced_seeds)]
+        jobs += [("forced", d, s, None, forced_tol, 0.0) for s in range(args.forced_seeds)]
         jobs += [("gd", d, 1000 + s, None, None, 0.0) for s in range(k)]
     for route, d, seed, paths, tol, noise in jobs:
         if route == "gd":
