@@ -79,7 +79,9 @@ def test_forced_width_prediction_cold(benchmark):
     80000), so 160 trials on two cores take roughly 17 minutes and 1.7 hours there.  With eq. (4b) (m >= 8: source
     tolerance 1e-2, 5000 m paths) an m = 8 trial is 2.5x faster (97 s against 244 s back to back on a loaded
     machine), about 40 minutes per prediction; m = 16 (80k paths, r about 290 sources): 410 s per trial with six jobs
-    sharing the two cores."""
+    sharing the two cores.  The compact whitening (dmft eq. (6b), residuals only for the columns that can open a
+    source) makes a trial 1.45x (m = 4) to 1.7x (m = 8) faster: an m = 8 prediction estimated at 24 minutes, about
+    5x over the goal; m = 16 trials about 120 s with three jobs on the two cores."""
     m = int(os.environ.get("BENCH_M", "2"))
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
     workers = int(os.environ.get("BENCH_WORKERS", "2"))
