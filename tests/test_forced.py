@@ -385,11 +385,37 @@ def test_width_growth_routes_start_from_the_same_planted_overlaps():
     assert start(2, 0.1) == (0.1, -0.1)
     with pytest.raises(ValueError):
         start(17, 0.1)
+    ramp = np.array(start(4, 0.1, ramp=True))   # eq. (1r): unequal sizes, the same signs and hard part q^2
+    assert np.all(np.sign(ramp) == np.sign(start(4, 0.1))) and np.mean(ramp**2) == pytest.approx(0.01, rel=1e-12)
+    assert np.all(np.diff(np.abs(ramp)) > 0) and abs(ramp[-1]) == pytest.approx(7 * abs(ramp[0]))
     runs = [gd_run(problem, 3.0, 60, 0.1, seed=1), dmft_run(problem, 3.0, 0.1, 0, d=60, paths=500),
-            dmft_run(problem, 3.0, 0.1, 0, paths=500)]
-    assert [r["route"] for r in runs] == ["gd", "forced", "dmft"]
+            dmft_run(problem, 3.0, 0.1, 0, paths=500), gd_run(problem, 3.0, 60, 0.1, seed=1, ramp=True),
+            dmft_run(problem, 3.0, 0.1, 0, paths=500, ramp=True)]
+    assert [r["route"] for r in runs] == ["gd", "forced", "dmft", "gd", "dmft"]
     for r in runs:
         assert len(r["hard"]) == 4 and r["hard"][0] == pytest.approx(0.01, abs=1e-12)
+    assert runs[3]["hard"][1] != runs[0]["hard"][1] and runs[4]["hard"][1] != runs[2]["hard"][1]
     rows = summarize([{**runs[0], "hard": [0.01, 0.2, 0.3, 0.4]}, {**runs[0], "seed": 2, "hard": [0.01, 0.4, 0.3, 0.6]}],
                      steps=(0, 3))
     assert rows[2].startswith("| GD, d = 60 | 2 | 0.0100 +- 0.0000 | 0.5000 +- 0.1000 |")
+
+
+def test_width_forcing_is_the_hard_gradient_of_the_complement_run():
+    """validation.width_forcing eq. (1): F_j(1) = (1/n) sum_i z_i psi_ij^0 and its per-data-set eq. (2)
+    estimate, against a plain NumPy psi (quad: (y - mean_j u_j^2) 2 u_j) on the same run's pre-activations."""
+    from validation.simulate import GDSetup, run_gd
+    from validation.width_forcing import forcing_run, ratios
+
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=1, m=3)
+    rec = forcing_run(problem, 3.0, 40, seed=7)
+    res = run_gd(GDSetup.from_problem(problem, 3.0, 40, complement=True, seed=7, test_loss=False), snapshots=[0])
+    (X, y), U = res.data, res.snapshots[0]
+    psi = (y - (U**2).mean(axis=1))[:, None] * 2 * U
+    z, n = X[:, 0], len(y)
+    np.testing.assert_allclose(rec["F"]["1"], z @ psi / n, rtol=1e-12)
+    np.testing.assert_allclose(rec["cov"]["1"], psi.T @ (z[:, None] ** 2 * psi) / n**2, rtol=1e-12)
+    # the ratios on four hand-made records: per-neuron variance 4/3, of the mean 2/3, against eq. (2) = I / 2
+    rows = [{"F": {"1": list(v)}, "cov": {"1": (0.5 * np.eye(2)).tolist()}} for v in ([1, 1], [-1, -1], [1, -1], [-1, 1])]
+    r = ratios(rows, 1, 2)
+    assert r["diag"] == pytest.approx(4 / 3 / 0.5) and r["mean"] == pytest.approx(2 / 3 / 0.25)
+    assert r["mean_corr"] == pytest.approx(1.0)

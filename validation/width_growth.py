@@ -6,7 +6,11 @@ part is missing, this check separates, by starting every route from the same pla
 
     M_H,j(0) = q s_j,   s_j = +-1 a fixed pattern (SIGNS, its first m entries),                          (1)
 
-so that neither the size of the initial overlaps nor their finite-d draw enters:
+so that neither the size of the initial overlaps nor their finite-d draw enters.  With ``--ramp`` the sizes differ,
+
+    M_H,j(0) = q c_j s_j,   c_j proportional to 0.25 + 1.5 (j - 1) / (m - 1),   (1/m) sum_j c_j^2 = 1,          (1r)
+
+the same hard part q^2 from neurons as unequal as the forcing makes them (records ``..._ramp.jsonl``).  Routes:
 
 * GD (``validation.simulate``, unrestricted, ``planted`` = eq. (1), the other coordinates drawn as usual) at
   each d of ``--dims``, several data sets;
@@ -44,11 +48,15 @@ OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
 SIGNS = (1, -1, 1, 1, -1, 1, -1, -1, 1, 1, -1, -1, -1, 1, 1, -1)   # eq. (1), a fixed pattern
 
 
-def start(m: int, q: float) -> tuple:
-    """Eq. (1): the planted hard overlaps of the m neurons."""
+def start(m: int, q: float, ramp: bool = False) -> tuple:
+    """Eq. (1): the planted hard overlaps of the m neurons; with ``ramp`` (eq. (1r)) unequal sizes."""
     if not 1 <= m <= len(SIGNS):
         raise ValueError(f"m must be 1..{len(SIGNS)}, got {m}")
-    return tuple(float(q * s) for s in SIGNS[:m])
+    size = np.ones(m)
+    if ramp and m > 1:
+        size = 0.25 + 1.5 * np.arange(m) / (m - 1)
+        size /= np.sqrt(np.mean(size**2))
+    return tuple(float(q * c * s) for c, s in zip(size, SIGNS[:m]))
 
 
 def parts(hard, norm2) -> dict:
@@ -57,21 +65,21 @@ def parts(hard, norm2) -> dict:
     return {"hard": [float(v) for v in hard], "bulk": [float(v) for v in norm2 - hard]}
 
 
-def gd_run(problem: Problem, delta: float, d: int, q: float, seed: int) -> dict:
-    """GD from eq. (1) on one data set (seed)."""
+def gd_run(problem: Problem, delta: float, d: int, q: float, seed: int, ramp: bool = False) -> dict:
+    """GD from eq. (1) (eq. (1r) with ``ramp``) on one data set (seed)."""
     res = run_gd(GDSetup(problem.activation, problem.link, delta, d, problem.eta, problem.steps, m=problem.m,
-                         complement=False, planted=start(problem.m, q), seed=seed, test_loss=False))
+                         complement=False, planted=start(problem.m, q, ramp), seed=seed, test_loss=False))
     return {"route": "gd", "d": d, "seed": seed, **parts(res.hard_overlap, res.norm2)}
 
 
 def dmft_run(problem: Problem, delta: float, q: float, seed: int, *, d: int = 0, paths: int = 20000,
-             source_tol: float = 1e-3, response_noise: float = 0.0) -> dict:
+             source_tol: float = 1e-3, response_noise: float = 0.0, ramp: bool = False) -> dict:
     """The planted DMFT from eq. (1): forced with n = delta d samples (thresholds.forced eq. (1m)) when d > 0,
     the d = inf dynamics when d = 0; ``response_noise`` k adds k times the response sums' Monte Carlo variance
     (thresholds.dmft eq. (6c)), so that N paths carry the noise of N / (1 + k)."""
     n = float(delta) * d
     setup = DMFTSetup.from_problem(problem, delta, paths=int(max(paths, math.ceil(n))), replicas=1, seed=seed,
-                                   planted=start(problem.m, q), source_tol=source_tol, forcing_n=n,
+                                   planted=start(problem.m, q, ramp), source_tol=source_tol, forcing_n=n,
                                    forcing_seed=seed, population_risk=False, response_noise=response_noise)
     res = solve_dmft(setup, cache=False)
     return {"route": "forced" if d else "dmft", "d": d, "seed": seed, "paths": setup.paths,
@@ -123,10 +131,11 @@ def main(argv=None):
                     help="d = inf DMFT runs, paths:source_tol[:response_noise] (comma list; the last, "
                     "thresholds.dmft eq. (6c), 0 when left out)")
     ap.add_argument("--dmft-seeds", type=int, default=2)
+    ap.add_argument("--ramp", action="store_true", help="unequal planted sizes, eq. (1r)")
     ap.add_argument("--summary", action="store_true", help="print the table of the records so far")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, "phase_retrieval", eta=args.eta, steps=args.steps, m=args.m)
-    out = OUT / f"growth_{args.activation}_m{args.m}_delta{args.delta:g}_q{args.q:g}.jsonl"
+    out = OUT / f"growth_{args.activation}_m{args.m}_delta{args.delta:g}_q{args.q:g}{'_ramp' if args.ramp else ''}.jsonl"
     rows = records.read(out)
     if args.summary:
         print("\n".join(summarize(rows)))
@@ -148,12 +157,13 @@ def main(argv=None):
         if route == "gd":
             if (route, d, seed, None, None, 0.0) in done:
                 continue
-            rec = gd_run(problem, args.delta, d, args.q, seed)
+            rec = gd_run(problem, args.delta, d, args.q, seed, args.ramp)
         else:
             n_paths = paths if paths else paths_for(args.delta, d, m=args.m, source_tol=tol)   # forced eq. (4)
             if (route, d, seed, n_paths, tol, noise) in done:
                 continue
-            rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol, response_noise=noise)
+            rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol, response_noise=noise,
+                           ramp=args.ramp)
         records.append(out, rec)
         print(f"{label(rec)}, seed {seed}: hard at t = {args.steps} {rec['hard'][-1]:.4f}", flush=True)
     print("\n".join(summarize(records.read(out))))

@@ -1,0 +1,122 @@
+"""The hard forcing of width m in finite-d GD against its model in the forced trials (thresholds.forced eq. (1m)).
+
+With the hard overlaps held at 0 (GD restricted to the complement of theta_*, ``complement``), the hard
+gradient of neuron j, h_j(t) = (1/n) sum_i z_i psi_ij^t (z_i = e_H . x_i), has mean 0 for an even link, so
+its cumulative sum
+
+    F_j(t) = sum_{s<t} h_j(s)                                                                            (1)
+
+is the sample forcing alone.  The forced trials draw it as a Gaussian process with the covariance of n
+independent terms,
+
+    Cov(F_j(t), F_k(t)) = E[z^2 Psi_j(t) Psi_k(t)] / n,   Psi_j(t) = sum_{s<t} psi_j^s,                    (2)
+
+which neglects the O(1/d) correlations between the samples that training builds (they enter the variance of a
+mean of n terms at the same order as the diagonal).  Per data set this writes F(t) and the per-data-set
+estimate of eq. (2), (1/n^2) sum_i z_i^2 Psi_i(t) Psi_i(t)^T; the summary compares the variance of F across
+data sets with the mean of the estimate, for each neuron (averaged over j), for the neurons' mean (1/m) sum_j F_j
+and for the signed mean (1/m) sum_j s_j F_j with the sign pattern of validation.width_growth (the planted start's).
+A ratio of 1 means eq. (2) is GD's forcing; ``corr`` = m Var(mean) / Var(one neuron) under eq. (2) says how far the
+neurons' forcings are correlated (1: independent, m: one common forcing).  Errors: a bootstrap over data sets.
+
+    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 100 --seeds 40
+
+Resumable: one JSON line per data set in validation/reports/planted/width/forcing_*.jsonl; ``--summary``.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import numpy as np
+
+from thresholds.alg import latent_split
+from thresholds.catalog import get_activation, get_link
+from thresholds.kernels import make_psi_kernel_m
+from thresholds.problem import Problem, per_neuron
+from validation import records
+from validation.simulate import GDSetup, run_gd
+from validation.width_growth import SIGNS
+
+OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
+CHECK = (1, 5, 10, 25, 50, 100, 200, 400, 600)
+
+
+def forcing_run(problem: Problem, delta: float, d: int, seed: int) -> dict:
+    """One data set: F(t) of eq. (1) and the per-data-set estimate of eq. (2) at the steps of CHECK."""
+    steps = [t for t in CHECK if t <= problem.steps]
+    res = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=seed, test_loss=False),
+                 snapshots=range(problem.steps))
+    X, y = res.data
+    link = get_link(problem.link)
+    z = X[:, : link.k] @ latent_split(link).hard[0]       # the hard coordinate (latent coordinates first)
+    kernel = make_psi_kernel_m(get_activation(problem.activation))
+    m, n = problem.m, len(y)
+    a, b = per_neuron(problem.a, m), per_neuron(problem.b, m)
+    cum, psi, loss = np.zeros((n, m)), np.empty((n, m)), np.empty(n)
+    out = {"d": d, "seed": seed, "F": {}, "cov": {}}
+    for t in range(max(steps) + 1):
+        if t in steps:
+            out["F"][str(t)] = (z @ cum / n).tolist()
+            out["cov"][str(t)] = (cum.T @ (z[:, None] ** 2 * cum) / n**2).tolist()
+        if t < problem.steps:
+            kernel(np.ascontiguousarray(res.snapshots[t]), y, a, b, psi, loss)
+            cum += psi
+    return out
+
+
+def ratios(rows: list, t: int, m: int) -> dict:
+    """GD's variance over data sets against eq. (2), per neuron, for the mean and the signed mean."""
+    F = np.array([r["F"][str(t)] for r in rows])
+    cov = np.mean([r["cov"][str(t)] for r in rows], axis=0)
+    out = {"diag": F.var(axis=0, ddof=1).mean() / np.trace(cov) * m}
+    for name, v in (("mean", np.ones(m) / m), ("signed", np.array(SIGNS[:m], float) / m)):
+        out[name] = (F @ v).var(ddof=1) / (v @ cov @ v)
+        out[name + "_corr"] = (v @ cov @ v) * m**2 / np.trace(cov)
+    return out
+
+
+def summarize(rows: list, m: int, boot: int = 400) -> list[str]:
+    rng = np.random.default_rng(0)
+    lines = ["| t | data sets | Var F_j: GD / eq. (2) | mean: GD / eq. (2) | signed mean: GD / eq. (2) | corr (mean, signed) |",
+             "|---|---|---|---|---|---|"]
+    for t in CHECK:
+        have = [r for r in rows if str(t) in r["F"]]
+        if len(have) < 4:
+            continue
+        est = ratios(have, t, m)
+        draws = [ratios([have[i] for i in rng.integers(len(have), size=len(have))], t, m) for _ in range(boot)]
+        err = {k: float(np.std([dr[k] for dr in draws])) for k in est}
+        lines.append(f"| {t} | {len(have)} | {est['diag']:.2f} +- {err['diag']:.2f} | {est['mean']:.2f} +- "
+                     f"{err['mean']:.2f} | {est['signed']:.2f} +- {err['signed']:.2f} | {est['mean_corr']:.2f}, "
+                     f"{est['signed_corr']:.2f} |")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-a", "--activation", default="quad")
+    ap.add_argument("-l", "--link", default="phase_retrieval")
+    ap.add_argument("--eta", type=float, default=0.05)
+    ap.add_argument("--m", type=int, default=16)
+    ap.add_argument("--d", type=int, default=200)
+    ap.add_argument("--delta", type=float, default=3.5)
+    ap.add_argument("--steps", type=int, default=100)
+    ap.add_argument("--seeds", type=int, default=40, help="data sets")
+    ap.add_argument("--summary", action="store_true")
+    args = ap.parse_args(argv)
+    problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
+    out = OUT / f"forcing_{args.activation}_m{args.m}_d{args.d}_delta{args.delta:g}.jsonl"
+    rows = records.read(out)
+    if not args.summary:
+        done = {r["seed"] for r in rows}
+        for seed in range(2000, 2000 + args.seeds):
+            if seed not in done:
+                records.append(out, forcing_run(problem, args.delta, args.d, seed))
+        rows = records.read(out)
+    print("\n".join(summarize(rows, args.m)))
+
+
+if __name__ == "__main__":
+    main()
