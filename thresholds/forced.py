@@ -66,6 +66,18 @@ coordinate is finite-d); the forcing is Gaussian with the covariance of eq. (1) 
 terms); the DMFT is the truncated source basis (thresholds.dmft eq. (6b)) on N >= n paths, with its Monte
 Carlo error (the paths' own forcing is counted in eq. (1), dmft eq. (7b)).
 
+Where the independent-terms covariance fails (measured, not yet corrected).  Training correlates the samples
+at O(1/d), and summed over the n^2 pairs that enters the variance of a mean of n terms at the order of eq. (1)
+itself.  With the hard overlaps held at 0 the correlations do not touch the hard gradient: GD's cumulative hard
+forcing varies over data sets as eq. (1) says (40 data sets, 600 steps: 0.91-1.20 of it per neuron at m = 1, 4,
+8, 16; validation.width_forcing).  Held at the overlaps the escape reaches (0.3 or 0.6 per neuron), quad's varies
+less, and the more so the wider the network: per neuron after 600 steps 0.8-1.1 of eq. (1) at m = 1 (within
+errors), 0.41-0.45 at m = 4, 0.35-0.38 at m = 8, 0.27-0.35 at m = 16 (d = 200 and 800 alike), and 0.04-0.07 for
+the neurons' common part at m = 8, 16; gelu at m = 16 0.82-0.93, near eq. (1) (validation/reports/planted/width
+section 9b).  So for quad from m = 4 on the trials force the grown hard overlaps harder than GD does, which
+spreads their outcomes (m = 16 from a planted start: 2.3x GD's standard deviation at d = 200) and is the first
+candidate for their miss at m = 16, d = 200.
+
 Paths per trial.  By default
 
     N = max(n, N_1 m, N_2 m^2),   N_1 = PATHS_PER_NEURON = 2500,   N_2 = PATHS_PER_NEURON_PAIR = 1250,       (4)
@@ -318,7 +330,9 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "delta 3.5 only: final hard fraction 0.480 against 0.493 +- 0.020 with 80k paths at 1e-3 (width section 8e). "
          "m = 16 misses at d = 200: 2 of 10 trials escape at delta 3.25 against 31 of 40 GD runs (z = -4.0); at d = "
          "800 the crossing is 3.62 +- 0.07 against 3.55 +- 0.02 (+0.9, 10 trials at two deltas; width section 9). "
-         "Others unchecked.")
+         "The first candidate for the miss: at grown hard overlaps GD's hard forcing is weaker than the trials' "
+         "(quad, 0.27-0.45 of it per neuron from m = 4 on, gelu m = 16 0.82-0.93; width section 9b). Others "
+         "unchecked.")
 
 
 @dataclass

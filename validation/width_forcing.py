@@ -13,13 +13,20 @@ independent terms,
 
 which neglects the O(1/d) correlations between the samples that training builds (they enter the variance of a
 mean of n terms at the same order as the diagonal).  Per data set this writes F(t) and the per-data-set
-estimate of eq. (2), (1/n^2) sum_i z_i^2 Psi_i(t) Psi_i(t)^T; the summary compares the variance of F across
+estimate of eq. (2), (1/n^2) sum_i z_i^2 Psi_i(t) Psi_i(t)^T (its diagonal and its value on the two combinations
+below); the summary compares the variance of F across
 data sets with the mean of the estimate, for each neuron (averaged over j), for the neurons' mean (1/m) sum_j F_j
 and for the signed mean (1/m) sum_j s_j F_j with the sign pattern of validation.width_growth (the planted start's).
-A ratio of 1 means eq. (2) is GD's forcing; ``corr`` = m Var(mean) / Var(one neuron) under eq. (2) says how far the
+With ``--clamp q`` the hard overlaps are held at
+
+    M_H,j(t) = q s_j   (every step),                                                                        (3)
+
+so that the hard gradient has a drift E[z psi_j] as well: eq. (2) is then centred (per data set), and GD's
+variance over data sets holds the forcing plus the finite-d fluctuation of the drift, at hard overlaps of the
+size the escape reaches.  A ratio of 1 means eq. (2) is GD's forcing; ``corr`` = m Var(mean) / Var(one neuron) under eq. (2) says how far the
 neurons' forcings are correlated (1: independent, m: one common forcing).  Errors: a bootstrap over data sets.
 
-    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 100 --seeds 40
+    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 100 --seeds 40 [--clamp 0.5]
 
 Resumable: one JSON line per data set in validation/reports/planted/width/forcing_*.jsonl; ``--summary``.
 """
@@ -36,44 +43,68 @@ from thresholds.catalog import get_activation, get_link
 from thresholds.kernels import make_psi_kernel_m
 from thresholds.problem import Problem, per_neuron
 from validation import records
-from validation.simulate import GDSetup, run_gd
+from validation.simulate import GDSetup, _data
 from validation.width_growth import SIGNS
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
 CHECK = (1, 5, 10, 25, 50, 100, 200, 400, 600)
 
 
-def forcing_run(problem: Problem, delta: float, d: int, seed: int) -> dict:
-    """One data set: F(t) of eq. (1) and the per-data-set estimate of eq. (2) at the steps of CHECK."""
+def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float = 0.0) -> dict:
+    """One data set: F(t) of eq. (1) and the per-data-set estimate of eq. (2) at the steps of CHECK.  GD in plain
+    NumPy (the data, test set and start drawn as validation.simulate.run_gd draws them), the hard overlaps held at
+    ``clamp`` s_j (eq. (3); 0: run_gd's complement run)."""
     steps = [t for t in CHECK if t <= problem.steps]
-    res = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=seed, test_loss=False),
-                 snapshots=range(problem.steps))
-    X, y = res.data
     link = get_link(problem.link)
-    z = X[:, : link.k] @ latent_split(link).hard[0]       # the hard coordinate (latent coordinates first)
+    rng = np.random.default_rng(seed)
+    n, m, k = int(round(delta * d)), problem.m, link.k
+    X, y = _data(link, n, d, rng, np.float64)
+    _data(link, GDSetup.n_test, d, rng, np.float64)            # run_gd's test set: the same stream after it
+    theta = rng.standard_normal((d, m)) * problem.rho0 / np.sqrt(d)
+    split = latent_split(link)
+    hard = np.zeros((split.hard.shape[0], d))
+    hard[:, :k] = split.hard
+    held = clamp * np.array(SIGNS[:m], float)
+    theta -= hard.T @ (hard @ theta - held)                     # eq. (3): the hard overlaps at clamp s_j
+    z = X @ hard[0]
     kernel = make_psi_kernel_m(get_activation(problem.activation))
-    m, n = problem.m, len(y)
     a, b = per_neuron(problem.a, m), per_neuron(problem.b, m)
     cum, psi, loss = np.zeros((n, m)), np.empty((n, m)), np.empty(n)
-    out = {"d": d, "seed": seed, "F": {}, "cov": {}}
+    out = {"d": d, "seed": seed, "clamp": clamp, "F": {}, "cov": {}}
     for t in range(max(steps) + 1):
         if t in steps:
+            zc = z[:, None] * cum
+            zc -= zc.mean(axis=0)                                   # eq. (2), centred (the drift at clamp != 0)
             out["F"][str(t)] = (z @ cum / n).tolist()
-            out["cov"][str(t)] = (cum.T @ (z[:, None] ** 2 * cum) / n**2).tolist()
-        if t < problem.steps:
-            kernel(np.ascontiguousarray(res.snapshots[t]), y, a, b, psi, loss)
-            cum += psi
+            out["cov"][str(t)] = moments(zc.T @ zc / n**2)
+        if t == problem.steps:
+            break
+        kernel(X @ theta, y, a, b, psi, loss)
+        cum += psi
+        theta += problem.eta * (X.T @ psi) / n - problem.eta * problem.weight_decay * theta
+        theta -= hard.T @ (hard @ theta - held)
     return out
+
+
+def combinations(m: int) -> dict:
+    """The neurons' mean and signed mean (the planted start's signs) as weight vectors."""
+    return {"mean": np.ones(m) / m, "signed": np.array(SIGNS[:m], float) / m}
+
+
+def moments(cov: np.ndarray) -> dict:
+    """What the summary needs of one eq. (2) matrix: its diagonal and its value on the two combinations."""
+    return {"diag": np.diag(cov).tolist(), **{k: float(v @ cov @ v) for k, v in combinations(len(cov)).items()}}
 
 
 def ratios(rows: list, t: int, m: int) -> dict:
     """GD's variance over data sets against eq. (2), per neuron, for the mean and the signed mean."""
     F = np.array([r["F"][str(t)] for r in rows])
-    cov = np.mean([r["cov"][str(t)] for r in rows], axis=0)
-    out = {"diag": F.var(axis=0, ddof=1).mean() / np.trace(cov) * m}
-    for name, v in (("mean", np.ones(m) / m), ("signed", np.array(SIGNS[:m], float) / m)):
-        out[name] = (F @ v).var(ddof=1) / (v @ cov @ v)
-        out[name + "_corr"] = (v @ cov @ v) * m**2 / np.trace(cov)
+    trace = np.mean([np.sum(r["cov"][str(t)]["diag"]) for r in rows])
+    out = {"diag": F.var(axis=0, ddof=1).mean() / trace * m}
+    for name, v in combinations(m).items():
+        pred = np.mean([r["cov"][str(t)][name] for r in rows])
+        out[name] = (F @ v).var(ddof=1) / pred
+        out[name + "_corr"] = pred * m**2 / trace
     return out
 
 
@@ -104,16 +135,18 @@ def main(argv=None):
     ap.add_argument("--delta", type=float, default=3.5)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=40, help="data sets")
+    ap.add_argument("--clamp", type=float, default=0.0, help="hard overlaps held at clamp s_j, eq. (3)")
     ap.add_argument("--summary", action="store_true")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
-    out = OUT / f"forcing_{args.activation}_m{args.m}_d{args.d}_delta{args.delta:g}.jsonl"
+    out = OUT / (f"forcing_{args.activation}_m{args.m}_d{args.d}_delta{args.delta:g}"
+                 + (f"_clamp{args.clamp:g}" if args.clamp else "") + ".jsonl")
     rows = records.read(out)
     if not args.summary:
         done = {r["seed"] for r in rows}
         for seed in range(2000, 2000 + args.seeds):
             if seed not in done:
-                records.append(out, forcing_run(problem, args.delta, args.d, seed))
+                records.append(out, forcing_run(problem, args.delta, args.d, seed, args.clamp))
         rows = records.read(out)
     print("\n".join(summarize(rows, args.m)))
 
