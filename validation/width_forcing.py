@@ -1,32 +1,31 @@
 """The hard forcing of width m in finite-d GD against its model in the forced trials (thresholds.forced eq. (1m)).
 
-With the hard overlaps held at 0 (GD restricted to the complement of theta_*, ``complement``), the hard
-gradient of neuron j, h_j(t) = (1/n) sum_i z_i psi_ij^t (z_i = e_H . x_i), has mean 0 for an even link, so
-its cumulative sum
+GD (plain NumPy; the data, test set and start drawn as validation.simulate.run_gd draws them) with the hard
+overlaps held at
 
-    F_j(t) = sum_{s<t} h_j(s)                                                                            (1)
+    M_H,j(t) = q s_j   (every step; s_j the sign pattern of validation.width_growth, q = ``--clamp``),        (1)
 
-is the sample forcing alone.  The forced trials draw it as a Gaussian process with the covariance of n
-independent terms,
+q = 0 being run_gd's complement run.  The hard gradient of neuron j, h_j(t) = (1/n) sum_i z_i psi_ij^t
+(z_i = e_H . x_i), is then the drift E[z psi_j^t] plus the sample forcing (at q = 0 the drift is 0 for an even
+link), and its cumulative sum is
 
-    Cov(F_j(t), F_k(t)) = E[z^2 Psi_j(t) Psi_k(t)] / n,   Psi_j(t) = sum_{s<t} psi_j^s,                    (2)
+    F_j(t) = sum_{s<t} h_j(s).                                                                             (2)
+
+The forced trials draw the forcing as a Gaussian process with the covariance of n independent terms,
+
+    Cov(F_j(t), F_k(t)) = Cov(z Psi_j(t), z Psi_k(t)) / n,   Psi_j(t) = sum_{s<t} psi_j^s,                  (3)
 
 which neglects the O(1/d) correlations between the samples that training builds (they enter the variance of a
-mean of n terms at the same order as the diagonal).  Per data set this writes F(t) and the per-data-set
-estimate of eq. (2), (1/n^2) sum_i z_i^2 Psi_i(t) Psi_i(t)^T (its diagonal and its value on the two combinations
-below); the summary compares the variance of F across
-data sets with the mean of the estimate, for each neuron (averaged over j), for the neurons' mean (1/m) sum_j F_j
-and for the signed mean (1/m) sum_j s_j F_j with the sign pattern of validation.width_growth (the planted start's).
-With ``--clamp q`` the hard overlaps are held at
+mean of n terms at the same order as eq. (3)).  Per data set this writes F(t) and the data set's estimate of eq.
+(3), (1/n^2) sum_i (z_i Psi_i - mean)(z_i Psi_i - mean)^T (its diagonal and its value on the two combinations
+below).  The summary compares the variance of F over data sets (the forcing plus, at q != 0, the finite-d
+fluctuation of the drift: what moves the hard overlaps of GD) with the mean of the estimate (what moves those of
+the forced trials): per neuron (averaged over j), for the neurons' mean (1/m) sum_j F_j and for the signed mean
+(1/m) sum_j s_j F_j.  A ratio of 1 means eq. (3) is GD's; ``corr`` = m Var(mean) / Var(one neuron) under eq. (3)
+says how far the neurons' forcings are correlated (1: independent, m: one common forcing).  Errors: a bootstrap
+over data sets.
 
-    M_H,j(t) = q s_j   (every step),                                                                        (3)
-
-so that the hard gradient has a drift E[z psi_j] as well: eq. (2) is then centred (per data set), and GD's
-variance over data sets holds the forcing plus the finite-d fluctuation of the drift, at hard overlaps of the
-size the escape reaches.  A ratio of 1 means eq. (2) is GD's forcing; ``corr`` = m Var(mean) / Var(one neuron) under eq. (2) says how far the
-neurons' forcings are correlated (1: independent, m: one common forcing).  Errors: a bootstrap over data sets.
-
-    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 100 --seeds 40 [--clamp 0.5]
+    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 600 --seeds 40 [--clamp 0.3]
 
 Resumable: one JSON line per data set in validation/reports/planted/width/forcing_*.jsonl; ``--summary``.
 """
@@ -44,16 +43,15 @@ from thresholds.kernels import make_psi_kernel_m
 from thresholds.problem import Problem, per_neuron
 from validation import records
 from validation.simulate import GDSetup, _data
-from validation.width_growth import SIGNS
+from validation.width_growth import SIGNS, start
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
 CHECK = (1, 5, 10, 25, 50, 100, 200, 400, 600)
 
 
 def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float = 0.0) -> dict:
-    """One data set: F(t) of eq. (1) and the per-data-set estimate of eq. (2) at the steps of CHECK.  GD in plain
-    NumPy (the data, test set and start drawn as validation.simulate.run_gd draws them), the hard overlaps held at
-    ``clamp`` s_j (eq. (3); 0: run_gd's complement run)."""
+    """One data set: F(t) of eq. (2) and the data set's estimate of eq. (3) at the steps of CHECK, the hard
+    overlaps held at ``clamp`` s_j (eq. (1))."""
     steps = [t for t in CHECK if t <= problem.steps]
     link = get_link(problem.link)
     rng = np.random.default_rng(seed)
@@ -64,8 +62,8 @@ def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float 
     split = latent_split(link)
     hard = np.zeros((split.hard.shape[0], d))
     hard[:, :k] = split.hard
-    held = clamp * np.array(SIGNS[:m], float)
-    theta -= hard.T @ (hard @ theta - held)                     # eq. (3): the hard overlaps at clamp s_j
+    held = np.array(start(m, clamp))
+    theta -= hard.T @ (hard @ theta - held)                     # eq. (1): the hard overlaps at clamp s_j
     z = X @ hard[0]
     kernel = make_psi_kernel_m(get_activation(problem.activation))
     a, b = per_neuron(problem.a, m), per_neuron(problem.b, m)
@@ -74,7 +72,7 @@ def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float 
     for t in range(max(steps) + 1):
         if t in steps:
             zc = z[:, None] * cum
-            zc -= zc.mean(axis=0)                                   # eq. (2), centred (the drift at clamp != 0)
+            zc -= zc.mean(axis=0)                                   # eq. (3), centred (the drift at clamp != 0)
             out["F"][str(t)] = (z @ cum / n).tolist()
             out["cov"][str(t)] = moments(zc.T @ zc / n**2)
         if t == problem.steps:
@@ -92,12 +90,12 @@ def combinations(m: int) -> dict:
 
 
 def moments(cov: np.ndarray) -> dict:
-    """What the summary needs of one eq. (2) matrix: its diagonal and its value on the two combinations."""
+    """What the summary needs of one eq. (3) matrix: its diagonal and its value on the two combinations."""
     return {"diag": np.diag(cov).tolist(), **{k: float(v @ cov @ v) for k, v in combinations(len(cov)).items()}}
 
 
 def ratios(rows: list, t: int, m: int) -> dict:
-    """GD's variance over data sets against eq. (2), per neuron, for the mean and the signed mean."""
+    """GD's variance over data sets against eq. (3), per neuron, for the mean and the signed mean."""
     F = np.array([r["F"][str(t)] for r in rows])
     trace = np.mean([np.sum(r["cov"][str(t)]["diag"]) for r in rows])
     out = {"diag": F.var(axis=0, ddof=1).mean() / trace * m}
@@ -110,7 +108,7 @@ def ratios(rows: list, t: int, m: int) -> dict:
 
 def summarize(rows: list, m: int, boot: int = 400) -> list[str]:
     rng = np.random.default_rng(0)
-    lines = ["| t | data sets | Var F_j: GD / eq. (2) | mean: GD / eq. (2) | signed mean: GD / eq. (2) | corr (mean, signed) |",
+    lines = ["| t | data sets | Var F_j: GD / eq. (3) | mean: GD / eq. (3) | signed mean: GD / eq. (3) | corr (mean, signed) |",
              "|---|---|---|---|---|---|"]
     for t in CHECK:
         have = [r for r in rows if str(t) in r["F"]]
@@ -135,11 +133,11 @@ def main(argv=None):
     ap.add_argument("--delta", type=float, default=3.5)
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=40, help="data sets")
-    ap.add_argument("--clamp", type=float, default=0.0, help="hard overlaps held at clamp s_j, eq. (3)")
+    ap.add_argument("--clamp", type=float, default=0.0, help="hard overlaps held at clamp s_j, eq. (1)")
     ap.add_argument("--summary", action="store_true")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
-    out = OUT / (f"forcing_{args.activation}_m{args.m}_d{args.d}_delta{args.delta:g}"
+    out = OUT / (f"forcing_{args.activation}_eta{args.eta:g}_m{args.m}_d{args.d}_delta{args.delta:g}"
                  + (f"_clamp{args.clamp:g}" if args.clamp else "") + ".jsonl")
     rows = records.read(out)
     if not args.summary:
