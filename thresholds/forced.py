@@ -71,10 +71,10 @@ at O(1/d), and summed over the n^2 pairs that enters the variance of a mean of n
 itself.  With the hard overlaps held at 0 the correlations do not touch the hard gradient: GD's cumulative hard
 forcing varies over data sets as eq. (1) says (40 data sets, 600 steps: 0.91-1.20 of it per neuron at m = 1, 4,
 8, 16; validation.width_forcing).  Held at the overlaps the escape reaches (0.3 or 0.6 per neuron), quad's varies
-less, and the more so the wider the network: per neuron after 600 steps 0.8-1.1 of eq. (1) at m = 1 (within
-errors), 0.41-0.45 at m = 4, 0.35-0.38 at m = 8, 0.27-0.35 at m = 16 (d = 200 and 800 alike), and 0.04-0.07 for
-the neurons' common part at m = 8, 16; gelu at m = 16 0.82-0.93, near eq. (1) (validation/reports/planted/width
-section 9b).  So for quad from m = 4 on the trials force the grown hard overlaps harder than GD does, which
+less, and the more so the wider the network: per neuron after 600 steps 0.8-1.1 of eq. (1) at m = 1, delta 5.5
+(within errors; 0.6-0.7 at delta 3.5), 0.41-0.45 at m = 4, 0.35-0.38 at m = 8, 0.27-0.35 at m = 16 (d = 200 and
+800 alike; 0.23 at delta 7), and 0.02-0.07 for the neurons' common part at m = 8, 16; gelu at m = 16 0.82-0.93,
+near eq. (1) (validation/reports/planted/width section 9b).  So for quad from m = 4 on the trials force the grown hard overlaps harder than GD does, which
 spreads their outcomes (m = 16 from a planted start: 2.3x GD's standard deviation at d = 200) and is the first
 candidate for their miss at m = 16, d = 200.
 
