@@ -43,7 +43,7 @@ from thresholds.kernels import make_psi_kernel_m
 from thresholds.problem import Problem, per_neuron
 from validation import records
 from validation.simulate import GDSetup, _data
-from validation.width_growth import SIGNS, start
+from validation.width_growth import start
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
 CHECK = (1, 5, 10, 25, 50, 100, 200, 400, 600)
@@ -86,7 +86,7 @@ def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float 
 
 def combinations(m: int) -> dict:
     """The neurons' mean and signed mean (the planted start's signs) as weight vectors."""
-    return {"mean": np.ones(m) / m, "signed": np.array(SIGNS[:m], float) / m}
+    return {"mean": np.ones(m) / m, "signed": np.array(start(m, 1.0)) / m}
 
 
 def moments(cov: np.ndarray) -> dict:
