@@ -435,3 +435,76 @@ def test_width_forcing_is_the_hard_gradient_of_the_complement_run():
     r = ratios(rows, 1, 2)
     assert r["diag"] == pytest.approx(4 / 3 / 0.5) and r["mean"] == pytest.approx(2 / 3 / 0.25)
     assert r["mean_corr"] == pytest.approx(1.0)
+
+
+def test_width_forcing_split_moments_against_plain_numpy():
+    """validation.width_forcing eqs. (4)-(5): the per-sample a_ij = s_j z_i Psi_ij and scaling modes
+    b_ij = sum_s psi_ij^s w_ij^s of its GD, against validation.simulate's pre-activations with a plain NumPy psi."""
+    from numpy.polynomial.hermite_e import hermevander
+
+    from validation.simulate import GDSetup, run_gd
+    from validation.width_forcing import SPLIT_DEGREE, forcing_run
+    from validation.width_growth import SIGNS, start
+
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=5, m=3)
+    signs = np.array(SIGNS[:3], float)
+    for clamp in (0.0, 0.4):
+        rec = forcing_run(problem, 3.0, 40, seed=7, clamp=clamp, split=True)
+        res = run_gd(GDSetup.from_problem(problem, 3.0, 40, complement=not clamp, seed=7, test_loss=False,
+                                          planted=start(3, clamp) if clamp else 0.0),
+                     snapshots=range(5))
+        (X, y), z, n = res.data, res.data[0][:, 0], len(res.data[1])
+        U = [res.snapshots[t] for t in range(5)]
+        psi = [(y - (u**2).mean(axis=1))[:, None] * 2 * u for u in U]
+        bulk = [u - np.outer(z, start(3, clamp)) for u in U]        # the pre-activation less the held hard part
+        t = 1 if clamp else 5                  # run_gd holds the clamp at step 0 only; the complement run at every step
+        a = z[:, None] * sum(psi[:t]) * signs
+        b = sum(p * w for p, w in zip(psi[:t], bulk))
+        got = rec["split"][str(t)]
+        H = hermevander(z, SPLIT_DEGREE)
+        np.testing.assert_allclose(got["Ha"], H.T @ a / n, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(got["H"], H.mean(axis=0), rtol=1e-12)
+        for key, want in (("a2", (a * a).mean(0)), ("b", b.mean(0)), ("b2", (b * b).mean(0)), ("ab", (a * b).mean(0))):
+            np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-14)
+
+
+def test_width_forcing_split_ratios_against_a_direct_reference():
+    """split_ratios (eqs. (4)-(5) from per-data-set moments) against the same quantities computed from the
+    per-sample arrays: a pooled least-squares phi and variances over data sets, on synthetic data sets whose
+    rest partly cancels phi-bar (so that cov is negative and every ratio is away from 1)."""
+    from numpy.polynomial.hermite_e import hermevander
+
+    from validation.width_forcing import SPLIT_DEGREE, split_moments, split_ratios
+
+    rng = np.random.default_rng(3)
+    n, m, sets = 300, 3, 12
+    rows, per = [], []
+    for _ in range(sets):
+        z = rng.standard_normal(n)
+        base = z**2 - 1 + 0.3 * z**3
+        e = 0.5 * rng.standard_normal((n, m)) - 0.6 * base.mean()     # the rest leans against phi-bar
+        a = base[:, None] + e
+        b = rng.standard_normal((n, m)) + 0.4 * a
+        rows.append({"n": n, "split": {"1": split_moments(z, a, b)}})
+        per.append((z, a, b))
+    got = split_ratios(rows, 1)
+    zz = np.concatenate([np.repeat(z, m) for z, _, _ in per])
+    c = np.linalg.lstsq(hermevander(zz, SPLIT_DEGREE), np.concatenate([a.ravel() for _, a, _ in per]), rcond=None)[0]
+    phi = [hermevander(z, SPLIT_DEGREE) @ c for z, _, _ in per]
+    F = np.array([a.mean(0) for _, a, _ in per])
+    pbar = np.array([p.mean() for p in phi])
+    ebar = F - pbar[:, None]
+    pred = np.mean([a.var(0).mean() / n for _, a, _ in per])
+    rest_pred = np.mean([(a - p[:, None]).var(0).mean() / n for (_, a, _), p in zip(per, phi)])
+    B = np.concatenate([b.ravel() for _, _, b in per])
+    A = np.concatenate([a.ravel() for _, a, _ in per])
+    beta = np.polyfit(B, A, 1)[0]
+    given = np.mean([(a - beta * b).var(0).mean() / n for _, a, b in per])
+    bbar = np.array([b.mean(0) for _, _, b in per])
+    want = {"total": F.var(0, ddof=1).mean() / pred, "rest": ebar.var(0, ddof=1).mean() / rest_pred,
+            "cov": 2 * np.mean([np.cov(pbar, ebar[:, j])[0, 1] for j in range(m)]) / pred,
+            "phi_share": np.mean([p.var() / n for p in phi]) / pred, "given_b": F.var(0, ddof=1).mean() / given,
+            "pinned": bbar.var(0, ddof=1).mean() / np.mean([b.var(0).mean() / n for _, _, b in per])}
+    for key, value in want.items():
+        assert got[key] == pytest.approx(value, rel=1e-8), key
+    assert got["cov"] < -0.1 and got["total"] < 0.9

@@ -25,7 +25,26 @@ the forced trials): per neuron (averaged over j), for the neurons' mean (1/m) su
 says how far the neurons' forcings are correlated (1: independent, m: one common forcing).  Errors: a bootstrap
 over data sets.
 
-    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 600 --seeds 40 [--clamp 0.3]
+Where GD's forcing goes (``--split``; records that carry the moments below).  Per sample and neuron, with the
+signs s_j of eq. (1), a_ij = s_j z_i Psi_ij (so that F_j = s_j (1/n) sum_i a_ij) splits into the part that depends
+on the sample's hard latent alone and the rest, which depends on its bulk fields,
+
+    a_ij = phi(z_i) + e_ij,   phi(z) = E[a | z]   (pooled over data sets and neurons; a Hermite polynomial of
+                                                     degree SPLIT_DEGREE, least squares),                    (4)
+
+and Var(F_j) = Var(phi-bar) + Var(e-bar_j) + 2 Cov(phi-bar, e-bar_j) over data sets.  With independent terms
+(eq. (3)) the first is Var(phi) / n (true by construction: phi is a fixed function of the iid latents), the
+second E[e^2] / n and the third 0; ``rest`` and ``cov`` compare GD's with these.  The bulk's scaling modes,
+
+    b_ij = sum_{s<t} psi_ij^s w_ij^s   (w_ij the bulk field theta_j^perp . x_i: the gradient of neuron j along
+                                        theta_j^perp itself, summed over the steps),                         (5)
+
+are the first of the bulk's collective coordinates; ``pinned`` is the variance of their sample means over data
+sets against the independent-terms value, and ``given b`` compares GD's Var(F_j) with eq. (3) conditioned on
+b-bar_j held fixed (the variance of a - beta b, beta pooled), what eq. (3) would be if the scaling modes did not
+fluctuate.
+
+    python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 600 --seeds 40 [--clamp 0.3] [--split]
 
 Resumable: one JSON line per data set in validation/reports/planted/width/forcing_*.jsonl; ``--summary``.
 """
@@ -36,6 +55,7 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from numpy.polynomial.hermite_e import hermevander
 
 from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
@@ -47,11 +67,12 @@ from validation.width_growth import start
 
 OUT = Path(__file__).resolve().parent / "reports" / "planted" / "width"
 CHECK = (1, 5, 10, 25, 50, 100, 200, 400, 600)
+SPLIT_DEGREE = 8   # eq. (4): phi a Hermite polynomial of this degree (the split moves by < 0.02 from 4 to 12)
 
 
-def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float = 0.0) -> dict:
+def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float = 0.0, split: bool = False) -> dict:
     """One data set: F(t) of eq. (2) and the data set's estimate of eq. (3) at the steps of CHECK, the hard
-    overlaps held at ``clamp`` s_j (eq. (1))."""
+    overlaps held at ``clamp`` s_j (eq. (1)); with ``split`` also the moments of eqs. (4)-(5) (split_moments)."""
     steps = [t for t in CHECK if t <= problem.steps]
     link = get_link(problem.link)
     rng = np.random.default_rng(seed)
@@ -68,20 +89,65 @@ def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float 
     kernel = make_psi_kernel_m(get_activation(problem.activation))
     a, b = per_neuron(problem.a, m), per_neuron(problem.b, m)
     cum, psi, loss = np.zeros((n, m)), np.empty((n, m)), np.empty(n)
-    out = {"d": d, "seed": seed, "clamp": clamp, "F": {}, "cov": {}}
+    scale = np.zeros((n, m))                                        # eq. (5)
+    signs = np.array(start(m, 1.0))
+    out = {"d": d, "seed": seed, "clamp": clamp, "n": n, "F": {}, "cov": {}, **({"split": {}} if split else {})}
     for t in range(max(steps) + 1):
         if t in steps:
             zc = z[:, None] * cum
             zc -= zc.mean(axis=0)                                   # eq. (3), centred (the drift at clamp != 0)
             out["F"][str(t)] = (z @ cum / n).tolist()
             out["cov"][str(t)] = moments(zc.T @ zc / n**2)
+            if split:
+                out["split"][str(t)] = split_moments(z, z[:, None] * cum * signs, scale)
         if t == problem.steps:
             break
-        kernel(X @ theta, y, a, b, psi, loss)
+        pre = X @ theta
+        kernel(pre, y, a, b, psi, loss)
         cum += psi
+        if split:
+            scale += psi * (pre - (X @ hard.T) @ (hard @ theta))    # eq. (5): psi times the bulk field
         theta += problem.eta * (X.T @ psi) / n - problem.eta * problem.weight_decay * theta
         theta -= hard.T @ (hard @ theta - held)
     return out
+
+
+def split_moments(z: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict:
+    """Sample means of one data set that eqs. (4)-(5) need: the Hermite basis H(z) (its mean and H^T H / n), H^T a / n
+    per neuron, and per neuron the means of a^2, b, b^2, a b (``a`` the signed a_ij of eq. (4), ``b`` eq. (5))."""
+    n = len(z)
+    H = hermevander(z, SPLIT_DEGREE)
+    return {"H": H.mean(axis=0).tolist(), "HH": (H.T @ H / n).tolist(), "Ha": (H.T @ a / n).tolist(),
+            "a2": (a * a).mean(axis=0).tolist(), "b": b.mean(axis=0).tolist(), "b2": (b * b).mean(axis=0).tolist(),
+            "ab": (a * b).mean(axis=0).tolist()}
+
+
+def split_ratios(rows: list, t: int) -> dict:
+    """Eqs. (4)-(5) over data sets (each row carrying ``split`` and ``n``): GD's variance of the rest's mean
+    against E[e^2] / n (``rest``), 2 Cov(phi-bar, e-bar) against eq. (3) (``cov``), the share of eq. (3) that phi
+    carries (``phi_share``), GD's Var(F_j) against eq. (3) given b-bar (``given_b``) and the scaling modes' variance
+    against independent terms (``pinned``); per neuron, averaged over neurons."""
+    S = [r["split"][str(t)] for r in rows]
+    n = np.array([r["n"] for r in rows], float)[:, None]
+    Hm, HH = np.array([s["H"] for s in S]), np.array([s["HH"] for s in S])
+    Ha = np.array([s["Ha"] for s in S])                                  # (rows, degree + 1, m)
+    a2, bm, b2, ab = (np.array([s[k] for s in S]) for k in ("a2", "b", "b2", "ab"))
+    am, m = Ha[:, 0], Ha.shape[2]                                        # mean of a (He_0 = 1)
+    c = np.linalg.solve(HH.sum(axis=0) * m, Ha.sum(axis=(0, 2)))        # eq. (4): pooled least squares
+    phi = Hm @ c                                                         # phi-bar per data set
+    phi2 = np.einsum("k,rkl,l->r", c, HH, c)                             # mean of phi^2
+    e = am - phi[:, None]                                                # e-bar_j
+    var_e = a2 - 2 * np.einsum("k,rkj->rj", c, Ha) + phi2[:, None] - e**2
+    var_a = a2 - am**2
+    pred = np.mean(var_a / n)                                            # eq. (3), per neuron
+    cov = np.mean([np.cov(phi, e[:, j])[0, 1] for j in range(m)])
+    beta = (ab.mean() - am.mean() * bm.mean()) / (b2.mean() - bm.mean()**2)   # pooled a on [1, b]
+    var_given = a2 - 2 * beta * ab + beta**2 * b2 - (am - beta * bm)**2
+    vF = am.var(axis=0, ddof=1).mean()
+    return {"rest": e.var(axis=0, ddof=1).mean() / np.mean(var_e / n), "cov": 2 * cov / pred,
+            "phi_share": np.mean((phi2 - phi**2) / n[:, 0]) / pred, "total": vF / pred,
+            "given_b": vF / np.mean(var_given / n),
+            "pinned": bm.var(axis=0, ddof=1).mean() / np.mean((b2 - bm**2) / n)}
 
 
 def combinations(m: int) -> dict:
@@ -120,6 +186,21 @@ def summarize(rows: list, m: int, boot: int = 400) -> list[str]:
         lines.append(f"| {t} | {len(have)} | {est['diag']:.2f} +- {err['diag']:.2f} | {est['mean']:.2f} +- "
                      f"{err['mean']:.2f} | {est['signed']:.2f} +- {err['signed']:.2f} | {est['mean_corr']:.2f}, "
                      f"{est['signed_corr']:.2f} |")
+    split = [r for r in rows if "split" in r]
+    if len(split) >= 4:
+        keys = ("total", "phi_share", "rest", "cov", "given_b", "pinned")
+        lines += ["", "| t | data sets | Var F_j: GD / eq. (3) | phi's share of eq. (3) | rest: GD / E[e^2] / n | "
+                  "2 Cov(phi, rest) / eq. (3) | GD / eq. (3) given b | scaling modes: GD / independent |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for t in CHECK:
+            have = [r for r in split if str(t) in r["split"]]
+            if len(have) < 4:
+                continue
+            est = split_ratios(have, t)
+            draws = [split_ratios([have[i] for i in rng.integers(len(have), size=len(have))], t) for _ in range(boot)]
+            err = {k: float(np.std([dr[k] for dr in draws])) for k in keys}
+            lines.append(f"| {t} | {len(have)} | " + " | ".join(f"{est[k]:+.2f} +- {err[k]:.2f}" if k == "cov" else
+                                                               f"{est[k]:.2f} +- {err[k]:.2f}" for k in keys) + " |")
     return lines
 
 
@@ -134,6 +215,7 @@ def main(argv=None):
     ap.add_argument("--steps", type=int, default=100)
     ap.add_argument("--seeds", type=int, default=40, help="data sets")
     ap.add_argument("--clamp", type=float, default=0.0, help="hard overlaps held at clamp s_j, eq. (1)")
+    ap.add_argument("--split", action="store_true", help="new records carry the moments of eqs. (4)-(5)")
     ap.add_argument("--summary", action="store_true")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, args.link, eta=args.eta, steps=args.steps, m=args.m)
@@ -144,7 +226,7 @@ def main(argv=None):
         done = {r["seed"] for r in rows}
         for seed in range(2000, 2000 + args.seeds):
             if seed not in done:
-                records.append(out, forcing_run(problem, args.delta, args.d, seed, args.clamp))
+                records.append(out, forcing_run(problem, args.delta, args.d, seed, args.clamp, args.split))
         rows = records.read(out)
     print("\n".join(summarize(rows, args.m)))
 
