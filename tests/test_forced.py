@@ -501,7 +501,13 @@ def test_width_forcing_split_ratios_against_a_direct_reference():
     beta = np.polyfit(B, A, 1)[0]
     given = np.mean([(a - beta * b).var(0).mean() / n for _, a, b in per])
     bbar = np.array([b.mean(0) for _, _, b in per])
-    want = {"total": F.var(0, ddof=1).mean() / pred, "rest": ebar.var(0, ddof=1).mean() / rest_pred,
+    sa = [a.mean(1) for _, a, _ in per]
+    sb = [b.mean(1) for _, _, b in per]
+    sbeta = np.polyfit(np.concatenate(sb), np.concatenate(sa), 1)[0]
+    sF = np.array([v.mean() for v in sa])
+    want_signed = {"signed_total": sF.var(ddof=1) / np.mean([v.var() / n for v in sa]),
+                   "signed_given_b": sF.var(ddof=1) / np.mean([(x - sbeta * y).var() / n for x, y in zip(sa, sb)])}
+    want = {**want_signed, "total": F.var(0, ddof=1).mean() / pred, "rest": ebar.var(0, ddof=1).mean() / rest_pred,
             "cov": 2 * np.mean([np.cov(pbar, ebar[:, j])[0, 1] for j in range(m)]) / pred,
             "phi_share": np.mean([p.var() / n for p in phi]) / pred, "given_b": F.var(0, ddof=1).mean() / given,
             "pinned": bbar.var(0, ddof=1).mean() / np.mean([b.var(0).mean() / n for _, _, b in per])}

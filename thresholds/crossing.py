@@ -89,7 +89,8 @@ def logistic_crossing(deltas, successes, trials):
 
     def nll(params):
         c, log_s = params
-        p = 1 / (1 + np.exp(-(deltas - c) / np.exp(log_s)))
+        with np.errstate(over="ignore"):   # a steep trial curve: exp -> inf is p -> 0, clipped next
+            p = 1 / (1 + np.exp(-(deltas - c) / np.exp(log_s)))
         p = np.clip(p, 1e-12, 1 - 1e-12)
         return -np.sum(k * np.log(p) + (n - k) * np.log(1 - p))
 

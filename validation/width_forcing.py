@@ -42,7 +42,8 @@ second E[e^2] / n and the third 0; ``rest`` and ``cov`` compare GD's with these.
 are the first of the bulk's collective coordinates; ``pinned`` is the variance of their sample means over data
 sets against the independent-terms value, and ``given b`` compares GD's Var(F_j) with eq. (3) conditioned on
 b-bar_j held fixed (the variance of a - beta b, beta pooled), what eq. (3) would be if the scaling modes did not
-fluctuate.
+fluctuate.  ``signed`` repeats the last two for the signed mean over neurons, (1/m) sum_j a_ij against
+(1/m) sum_j b_ij: the combination that moves the hard part from the planted start.
 
     python -m validation.width_forcing -a quad --eta 0.05 --m 16 --d 200 --delta 3.5 --steps 600 --seeds 40 [--clamp 0.3] [--split]
 
@@ -117,9 +118,11 @@ def split_moments(z: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict:
     per neuron, and per neuron the means of a^2, b, b^2, a b (``a`` the signed a_ij of eq. (4), ``b`` eq. (5))."""
     n = len(z)
     H = hermevander(z, SPLIT_DEGREE)
+    sa, sb = a.mean(axis=1), b.mean(axis=1)                                  # the signed mean over neurons
     return {"H": H.mean(axis=0).tolist(), "HH": (H.T @ H / n).tolist(), "Ha": (H.T @ a / n).tolist(),
             "a2": (a * a).mean(axis=0).tolist(), "b": b.mean(axis=0).tolist(), "b2": (b * b).mean(axis=0).tolist(),
-            "ab": (a * b).mean(axis=0).tolist()}
+            "ab": (a * b).mean(axis=0).tolist(),
+            "signed": [float(v) for v in (sa.mean(), (sa * sa).mean(), sb.mean(), (sb * sb).mean(), (sa * sb).mean())]}
 
 
 def split_ratios(rows: list, t: int) -> dict:
@@ -144,10 +147,17 @@ def split_ratios(rows: list, t: int) -> dict:
     beta = (ab.mean() - am.mean() * bm.mean()) / (b2.mean() - bm.mean()**2)   # pooled a on [1, b]
     var_given = a2 - 2 * beta * ab + beta**2 * b2 - (am - beta * bm)**2
     vF = am.var(axis=0, ddof=1).mean()
-    return {"rest": e.var(axis=0, ddof=1).mean() / np.mean(var_e / n), "cov": 2 * cov / pred,
-            "phi_share": np.mean((phi2 - phi**2) / n[:, 0]) / pred, "total": vF / pred,
-            "given_b": vF / np.mean(var_given / n),
-            "pinned": bm.var(axis=0, ddof=1).mean() / np.mean((b2 - bm**2) / n)}
+    out = {"rest": e.var(axis=0, ddof=1).mean() / np.mean(var_e / n), "cov": 2 * cov / pred,
+           "phi_share": np.mean((phi2 - phi**2) / n[:, 0]) / pred, "total": vF / pred,
+           "given_b": vF / np.mean(var_given / n),
+           "pinned": bm.var(axis=0, ddof=1).mean() / np.mean((b2 - bm**2) / n)}
+    if all("signed" in s for s in S):   # the signed mean over neurons (what moves the hard part from eq. (1))
+        sa, sa2, sb, sb2, sab = np.array([s["signed"] for s in S]).T
+        beta = (sab.mean() - sa.mean() * sb.mean()) / (sb2.mean() - sb.mean()**2)
+        out["signed_total"] = sa.var(ddof=1) / np.mean((sa2 - sa**2) / n[:, 0])
+        out["signed_given_b"] = sa.var(ddof=1) / np.mean((sa2 - 2 * beta * sab + beta**2 * sb2 - (sa - beta * sb)**2)
+                                                         / n[:, 0])
+    return out
 
 
 def combinations(m: int) -> dict:
@@ -188,12 +198,12 @@ def summarize(rows: list, m: int, boot: int = 400) -> list[str]:
                      f"{est['signed_corr']:.2f} |")
     split = [r for r in rows if "split" in r]
     if len(split) >= 4:
-        keys = ("total", "phi_share", "rest", "cov", "given_b", "pinned")
+        keys = ("total", "phi_share", "rest", "cov", "given_b", "pinned", "signed_total", "signed_given_b")
         lines += ["", "| t | data sets | Var F_j: GD / eq. (3) | phi's share of eq. (3) | rest: GD / E[e^2] / n | "
-                  "2 Cov(phi, rest) / eq. (3) | GD / eq. (3) given b | scaling modes: GD / independent |",
-                  "|---|---|---|---|---|---|---|---|"]
+                  "2 Cov(phi, rest) / eq. (3) | GD / eq. (3) given b | scaling modes: GD / independent | signed mean: "
+                  "GD / eq. (3) | signed mean, given its b |", "|---|---|---|---|---|---|---|---|---|---|"]
         for t in CHECK:
-            have = [r for r in split if str(t) in r["split"]]
+            have = [r for r in split if str(t) in r["split"] and "signed" in r["split"][str(t)]]
             if len(have) < 4:
                 continue
             est = split_ratios(have, t)
