@@ -129,7 +129,8 @@ def split_ratios(rows: list, t: int) -> dict:
     """Eqs. (4)-(5) over data sets (each row carrying ``split`` and ``n``): GD's variance of the rest's mean
     against E[e^2] / n (``rest``), 2 Cov(phi-bar, e-bar) against eq. (3) (``cov``), the share of eq. (3) that phi
     carries (``phi_share``), GD's Var(F_j) against eq. (3) given b-bar (``given_b``) and the scaling modes' variance
-    against independent terms (``pinned``); per neuron, averaged over neurons."""
+    against independent terms (``pinned``), per neuron, averaged over neurons; with records that carry it, the
+    signed mean over neurons against eq. (3) (``signed_total``) and given its own b (``signed_given_b``)."""
     S = [r["split"][str(t)] for r in rows]
     n = np.array([r["n"] for r in rows], float)[:, None]
     Hm, HH = np.array([s["H"] for s in S]), np.array([s["HH"] for s in S])
