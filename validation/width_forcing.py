@@ -36,8 +36,8 @@ and Var(F_j) = Var(phi-bar) + Var(e-bar_j) + 2 Cov(phi-bar, e-bar_j) over data s
 (eq. (3)) the first is Var(phi) / n (true by construction: phi is a fixed function of the iid latents), the
 second E[e^2] / n and the third 0; ``rest`` and ``cov`` compare GD's with these.  The bulk's scaling modes,
 
-    b_ij = sum_{s<t} psi_ij^s w_ij^s   (w_ij the bulk field theta_j^perp . x_i: the gradient of neuron j along
-                                        theta_j^perp itself, summed over the steps),                         (5)
+    b_ij = sum_{s<t} psi_ij^s w_ij^s   (w_ij = theta_j^perp . x_i, theta_j^perp the part of theta_j off the hard
+                                        subspace: the gradient of neuron j along theta_j^perp, summed over steps),   (5)
 
 are the first of the bulk's collective coordinates; ``pinned`` is the variance of their sample means over data
 sets against the independent-terms value, and ``given b`` compares GD's Var(F_j) with eq. (3) conditioned on
