@@ -409,41 +409,13 @@ def test_width_growth_routes_start_from_the_same_planted_overlaps():
 def test_width_forcing_is_the_hard_gradient_of_the_complement_run():
     """validation.width_forcing eq. (2): its plain NumPy GD gives F_j(1) = (1/n) sum_i z_i psi_ij^0 and F_j(5) on
     validation.simulate's pre-activations (the complement run; with eq. (1) run_gd's planted start, at step 0),
-    with a plain NumPy psi (quad: (y - mean_j u_j^2) 2 u_j), and the centred estimate of eq. (3)."""
-    from validation.simulate import GDSetup, run_gd
-    from validation.width_forcing import forcing_run, moments, ratios
-    from validation.width_growth import SIGNS, start
-
-    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=5, m=3)
-    for clamp in (0.0, 0.4):
-        rec = forcing_run(problem, 3.0, 40, seed=7, clamp=clamp)
-        res = run_gd(GDSetup.from_problem(problem, 3.0, 40, complement=not clamp, seed=7, test_loss=False,
-                                          planted=start(3, clamp) if clamp else 0.0),
-                     snapshots=range(5))
-        (X, y), z, n = res.data, res.data[0][:, 0], len(res.data[1])
-        psi = [(y - (U**2).mean(axis=1))[:, None] * 2 * U for U in (res.snapshots[t] for t in range(5))]
-        np.testing.assert_allclose(rec["F"]["1"], z @ psi[0] / n, rtol=1e-10)
-        zc = z[:, None] * psi[0] - (z[:, None] * psi[0]).mean(axis=0)
-        signed = zc @ np.array(SIGNS[:3], float) / 3
-        np.testing.assert_allclose(rec["cov"]["1"]["diag"], np.diag(zc.T @ zc) / n**2, rtol=1e-10)
-        assert rec["cov"]["1"]["mean"] == pytest.approx((zc.mean(axis=1) @ zc.mean(axis=1)) / n**2, rel=1e-10)
-        assert rec["cov"]["1"]["signed"] == pytest.approx(signed @ signed / n**2, rel=1e-10)
-        if not clamp:   # the complement run is GD itself at every step
-            np.testing.assert_allclose(rec["F"]["5"], z @ sum(psi) / n, rtol=1e-9)
-    # the ratios on four hand-made records: per-neuron variance 4/3, of the mean 2/3, against eq. (3) = I / 2
-    rows = [{"F": {"1": list(v)}, "cov": {"1": moments(0.5 * np.eye(2))}} for v in ([1, 1], [-1, -1], [1, -1], [-1, 1])]
-    r = ratios(rows, 1, 2)
-    assert r["diag"] == pytest.approx(4 / 3 / 0.5) and r["mean"] == pytest.approx(2 / 3 / 0.25)
-    assert r["mean_corr"] == pytest.approx(1.0)
-
-
-def test_width_forcing_split_moments_against_plain_numpy():
-    """validation.width_forcing eqs. (4)-(5): the per-sample a_ij = s_j z_i Psi_ij and scaling modes
-    b_ij = sum_s psi_ij^s w_ij^s of its GD, against validation.simulate's pre-activations with a plain NumPy psi."""
+    with a plain NumPy psi (quad: (y - mean_j u_j^2) 2 u_j), and the centred estimate of eq. (3); and the moments of
+    eqs. (4)-(5), the per-sample a_ij = s_j z_i Psi_ij and scaling modes b_ij = sum_s psi_ij^s w_ij^s, on the same
+    pre-activations."""
     from numpy.polynomial.hermite_e import hermevander
 
     from validation.simulate import GDSetup, run_gd
-    from validation.width_forcing import SPLIT_DEGREE, forcing_run
+    from validation.width_forcing import SPLIT_DEGREE, forcing_run, moments, ratios
     from validation.width_growth import SIGNS, start
 
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=5, m=3)
@@ -456,8 +428,17 @@ def test_width_forcing_split_moments_against_plain_numpy():
         (X, y), z, n = res.data, res.data[0][:, 0], len(res.data[1])
         U = [res.snapshots[t] for t in range(5)]
         psi = [(y - (u**2).mean(axis=1))[:, None] * 2 * u for u in U]
+        np.testing.assert_allclose(rec["F"]["1"], z @ psi[0] / n, rtol=1e-10)
+        zc = z[:, None] * psi[0] - (z[:, None] * psi[0]).mean(axis=0)
+        signed = zc @ signs / 3
+        np.testing.assert_allclose(rec["cov"]["1"]["diag"], np.diag(zc.T @ zc) / n**2, rtol=1e-10)
+        assert rec["cov"]["1"]["mean"] == pytest.approx((zc.mean(axis=1) @ zc.mean(axis=1)) / n**2, rel=1e-10)
+        assert rec["cov"]["1"]["signed"] == pytest.approx(signed @ signed / n**2, rel=1e-10)
+        if not clamp:   # the complement run is GD itself at every step
+            np.testing.assert_allclose(rec["F"]["5"], z @ sum(psi) / n, rtol=1e-9)
+        # eqs. (4)-(5): run_gd holds the clamp at step 0 only; the complement run at every step
         bulk = [u - np.outer(z, start(3, clamp)) for u in U]        # the pre-activation less the held hard part
-        t = 1 if clamp else 5                  # run_gd holds the clamp at step 0 only; the complement run at every step
+        t = 1 if clamp else 5
         a = z[:, None] * sum(psi[:t]) * signs
         b = sum(p * w for p, w in zip(psi[:t], bulk))
         got = rec["split"][str(t)]
@@ -466,6 +447,11 @@ def test_width_forcing_split_moments_against_plain_numpy():
         np.testing.assert_allclose(got["H"], H.mean(axis=0), rtol=1e-12)
         for key, want in (("a2", (a * a).mean(0)), ("b", b.mean(0)), ("b2", (b * b).mean(0)), ("ab", (a * b).mean(0))):
             np.testing.assert_allclose(got[key], want, rtol=1e-9, atol=1e-14)
+    # the ratios on four hand-made records: per-neuron variance 4/3, of the mean 2/3, against eq. (3) = I / 2
+    rows = [{"F": {"1": list(v)}, "cov": {"1": moments(0.5 * np.eye(2))}} for v in ([1, 1], [-1, -1], [1, -1], [-1, 1])]
+    r = ratios(rows, 1, 2)
+    assert r["diag"] == pytest.approx(4 / 3 / 0.5) and r["mean"] == pytest.approx(2 / 3 / 0.25)
+    assert r["mean_corr"] == pytest.approx(1.0)
 
 
 def test_width_forcing_split_ratios_against_a_direct_reference():

@@ -86,7 +86,8 @@ def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float 
     hard[:, :k] = split.hard
     held = np.array(start(m, clamp))
     theta -= hard.T @ (hard @ theta - held)                     # eq. (1): the hard overlaps at clamp s_j
-    z = X @ hard[0]
+    Z = X @ hard.T                                              # the samples' hard latents (n, r_H)
+    z = Z[:, 0]
     kernel = make_psi_kernel_m(get_activation(problem.activation))
     a, b = per_neuron(problem.a, m), per_neuron(problem.b, m)
     cum, psi, loss = np.zeros((n, m)), np.empty((n, m)), np.empty(n)
@@ -107,7 +108,7 @@ def forcing_run(problem: Problem, delta: float, d: int, seed: int, clamp: float 
         kernel(pre, y, a, b, psi, loss)
         cum += psi
         if split:
-            scale += psi * (pre - (X @ hard.T) @ (hard @ theta))    # eq. (5): psi times the bulk field
+            scale += psi * (pre - Z @ (hard @ theta))               # eq. (5): psi times the bulk field
         theta += problem.eta * (X.T @ psi) / n - problem.eta * problem.weight_decay * theta
         theta -= hard.T @ (hard @ theta - held)
     return out
@@ -123,6 +124,13 @@ def split_moments(z: np.ndarray, a: np.ndarray, b: np.ndarray) -> dict:
             "a2": (a * a).mean(axis=0).tolist(), "b": b.mean(axis=0).tolist(), "b2": (b * b).mean(axis=0).tolist(),
             "ab": (a * b).mean(axis=0).tolist(),
             "signed": [float(v) for v in (sa.mean(), (sa * sa).mean(), sb.mean(), (sb * sb).mean(), (sa * sb).mean())]}
+
+
+def _given_b(a, a2, b, b2, ab):
+    """Per data set, the variance of a - beta b (sample means a, a2 = mean a^2, b, b2, ab), beta the pooled
+    least-squares slope of a on [1, b] over every data set (and neuron)."""
+    beta = (ab.mean() - a.mean() * b.mean()) / (b2.mean() - b.mean()**2)
+    return a2 - 2 * beta * ab + beta**2 * b2 - (a - beta * b)**2
 
 
 def split_ratios(rows: list, t: int) -> dict:
@@ -145,8 +153,7 @@ def split_ratios(rows: list, t: int) -> dict:
     var_a = a2 - am**2
     pred = np.mean(var_a / n)                                            # eq. (3), per neuron
     cov = np.mean([np.cov(phi, e[:, j])[0, 1] for j in range(m)])
-    beta = (ab.mean() - am.mean() * bm.mean()) / (b2.mean() - bm.mean()**2)   # pooled a on [1, b]
-    var_given = a2 - 2 * beta * ab + beta**2 * b2 - (am - beta * bm)**2
+    var_given = _given_b(am, a2, bm, b2, ab)
     vF = am.var(axis=0, ddof=1).mean()
     out = {"rest": e.var(axis=0, ddof=1).mean() / np.mean(var_e / n), "cov": 2 * cov / pred,
            "phi_share": np.mean((phi2 - phi**2) / n[:, 0]) / pred, "total": vF / pred,
@@ -154,10 +161,8 @@ def split_ratios(rows: list, t: int) -> dict:
            "pinned": bm.var(axis=0, ddof=1).mean() / np.mean((b2 - bm**2) / n)}
     if all("signed" in s for s in S):   # the signed mean over neurons (what moves the hard part from eq. (1))
         sa, sa2, sb, sb2, sab = np.array([s["signed"] for s in S]).T
-        beta = (sab.mean() - sa.mean() * sb.mean()) / (sb2.mean() - sb.mean()**2)
         out["signed_total"] = sa.var(ddof=1) / np.mean((sa2 - sa**2) / n[:, 0])
-        out["signed_given_b"] = sa.var(ddof=1) / np.mean((sa2 - 2 * beta * sab + beta**2 * sb2 - (sa - beta * sb)**2)
-                                                         / n[:, 0])
+        out["signed_given_b"] = sa.var(ddof=1) / np.mean(_given_b(sa, sa2, sb, sb2, sab) / n[:, 0])
     return out
 
 
