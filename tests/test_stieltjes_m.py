@@ -167,3 +167,39 @@ def test_several_hard_directions_and_two_neurons_split_along_the_symmetry_axes()
     assert abs(plus - minus) > 0.05 and max(plus, minus) > 0   # a negative outlier, in one direction only
     first = negative_indicator(MatrixLaw(W, g[:, 0] ** 2, w), delta)[0]
     assert abs(first - both) > 0.05                              # g1 alone would be wrong
+
+
+def test_newton_solution_is_the_fixed_point_of_eq1_with_the_kron_jacobian():
+    # the jitted Newton against plain NumPy: at the returned alpha (m = 3, a random law of symmetric
+    # weights, z below the spectrum) alpha = (-z I + E[K])^{-1} with K = (I + W alpha/delta)^{-1} W per
+    # sample (np.linalg.solve), and the Jacobian's smallest singular value is that of
+    # I - (alpha (x) alpha) E[K (x) K]/delta built with np.kron
+    from thresholds.stieltjes_m import _newton
+    rng = np.random.default_rng(3)
+    n, m, delta = 500, 3, 4.0
+    A = rng.normal(size=(n, m, m))
+    law = MatrixLaw.from_samples(0.5 * (A + A.transpose(0, 2, 1)) + 2 * np.eye(m), rng.normal(size=n))
+    z = law.lower_bound(delta)
+    alpha, sv = solve_alpha(law, delta, z)
+    K = np.linalg.solve(np.eye(m) + law.W @ alpha / delta, law.W)
+    EK = np.einsum("n,nij->ij", law.w, K)
+    np.testing.assert_allclose(alpha, np.linalg.inv(-z * np.eye(m) + EK), rtol=1e-10, atol=1e-13)
+    EKK = np.einsum("n,nij,nkl->ikjl", law.w, K, K).reshape(m * m, m * m)
+    J = np.eye(m * m) - np.kron(alpha, alpha) @ EKK / delta
+    assert sv == pytest.approx(np.linalg.svd(J, compute_uv=False)[-1], rel=1e-8)
+    # a singular phi = -z I + E[K] is a failed solve, not an exception: W = 0 and z = 0
+    *_, ok = _newton(np.zeros((4, 2, 2)), np.full(4, 0.25), np.eye(2), delta, 0.0, 1e-12, 40)
+    assert not ok
+
+
+@pytest.mark.parametrize("delta", [1.0, 1.5, 2.0])
+def test_an_edge_at_zero_is_taken_at_its_bracket(delta):
+    # a linear activation at m = 2: every W_i is the rank-one (1/2) 1 1^T, so H has a null space and the left
+    # edge is 0 up to the bisection's tolerance; the indicator at min(0, edge) is that of the bracket's lower
+    # end, never "no solution at z = 0" when 0 lies a rounding error inside the bulk
+    rng = np.random.default_rng(0)
+    law = MatrixLaw.from_samples(np.tile(0.5 * np.ones((2, 2)), (500, 1, 1)), rng.normal(size=500))
+    edge = left_edge(law, delta)
+    assert abs(edge.z) < 1e-8 and edge.z_below < 0
+    ind, z = negative_indicator(law, delta, edge)
+    assert np.isfinite(ind) and z == edge.z

@@ -105,7 +105,11 @@ def lambdify_numpy(args, expr):
                 raise ExpressionError(f"{expr} is not real at some of its arguments "
                                       f"(e.g. {complex(out[finite][np.argmax(np.abs(out.imag[finite]))]):.3g})")
             out = out.real
-        return np.broadcast_arrays(np.asarray(out, dtype=float), *map(np.asarray, values))[0].copy()
+        shapes = [np.shape(v) for v in values]
+        shape = shapes[0] if all(s == shapes[0] for s in shapes[1:]) else np.broadcast_shapes(*shapes)
+        if out.shape == shape:
+            return np.array(out, dtype=float)
+        return np.array(np.broadcast_to(np.asarray(out, dtype=float), np.broadcast_shapes(out.shape, shape)))
 
     return vectorized
 

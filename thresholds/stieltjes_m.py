@@ -31,7 +31,9 @@ dF[E] = E - alpha E[K E K] alpha / delta (from dK = -K (dalpha/delta) K), i.e. i
 vec form J = I - (alpha (x) alpha) E[K (x) K] / delta (5); continuation in z from far
 below the spectrum.  The left edge is the fold of this branch (J singular), found
 by bisection on z between a z where Newton converges to a positive-definite alpha
-and one where it does not.
+and one where it does not.  The Newton iteration runs in one jitted call (``_newton``): the
+moments, the m x m inverse, the (m^2) x (m^2) Jacobian (5) as the columns inv E_pq inv^T and the
+step, by Gaussian elimination with partial pivoting (``_gauss_solve``).
 """
 
 from __future__ import annotations
@@ -172,28 +174,93 @@ def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-1
     Returns (alpha, smallest singular value of the Jacobian) or None when Newton does
     not converge to a positive-definite solution (z is inside or past the bulk)."""
     m = law.m
+    alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else np.array(alpha0, dtype=float)
+    alpha, J, ok = _newton(law.W, law.w, alpha, float(delta), float(z), float(tol), int(maxiter))
+    return _physical(law, delta, alpha, J) if ok else None
+
+
+@numba.njit(cache=True)
+def _gauss_solve(A, B):
+    """X with A X = B (A (k, k), B (k, c)) by Gaussian elimination with partial pivoting, and False when a
+    pivot is exactly 0 (A singular), as LAPACK's getrf reports it."""
+    k = A.shape[0]
+    M = A.copy()
+    X = B.copy()
+    for c in range(k):
+        p = c
+        for r in range(c + 1, k):
+            if abs(M[r, c]) > abs(M[p, c]):
+                p = r
+        if M[p, c] == 0.0:
+            return X, False
+        if p != c:
+            for j in range(k):
+                M[c, j], M[p, j] = M[p, j], M[c, j]
+            for j in range(X.shape[1]):
+                X[c, j], X[p, j] = X[p, j], X[c, j]
+        for r in range(c + 1, k):
+            f = M[r, c] / M[c, c]
+            if f != 0.0:
+                for j in range(c, k):
+                    M[r, j] -= f * M[c, j]
+                for j in range(X.shape[1]):
+                    X[r, j] -= f * X[c, j]
+    for c in range(k - 1, -1, -1):
+        for j in range(X.shape[1]):
+            acc = X[c, j]
+            for q in range(c + 1, k):
+                acc -= M[c, q] * X[q, j]
+            X[c, j] = acc / M[c, c]
+    return X, True
+
+
+@numba.njit(cache=True)
+def _newton(W, w, alpha, delta, z, tol, maxiter):
+    """Newton on eq. (1) with the Jacobian (5) from ``alpha``: (alpha, J, True) at convergence, (.., False)
+    when phi = -z I + E[K] or J is singular, the iterate is not finite, or ``maxiter`` steps do not converge."""
+    m = W.shape[1]
+    mm = m * m
     eye = np.eye(m)
-    alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else alpha0.copy()
+    nospike = np.zeros((1, 0, 0))
+    J = np.eye(mm)
+    T = np.empty((m, m))
     for _ in range(maxiter):
-        EK, EKK, _ = _moments(law.W, law.w, _NO_SPIKE, alpha, delta, True)
-        phi = -z * eye + EK
-        try:
-            inv = np.linalg.inv(phi)
-        except np.linalg.LinAlgError:
-            return None
-        F = alpha - _sym(inv)
-        # J = I - (inv (x) inv) E[K (x) K]/delta at the current iterate (inv = alpha at the solution)
-        J = np.eye(m * m) - np.kron(inv, inv) @ EKK / delta
-        try:
-            step = np.linalg.solve(J, F.reshape(-1)).reshape(m, m)
-        except np.linalg.LinAlgError:
-            return None
-        alpha = _sym(alpha - step)
-        if not np.all(np.isfinite(alpha)):
-            return None
-        if np.max(np.abs(step)) <= tol * max(1.0, np.max(np.abs(alpha))):
-            return _physical(law, delta, alpha, J)
-    return None
+        EK, EKK, _ = _moments(W, w, nospike, alpha, delta, True)
+        inv, ok = _gauss_solve(-z * eye + EK, eye)
+        if not ok:
+            return alpha, J, False
+        F = alpha - 0.5 * (inv + inv.T)
+        # J = I - (inv (x) inv) E[K (x) K]/delta (inv = alpha at the solution): column (p, q) of the product is
+        # inv E_pq inv^T, E_pq the m x m matrix of that column of E[K (x) K] (row-major (j, l) -> j m + l)
+        for c in range(mm):
+            for i in range(m):
+                for l in range(m):
+                    acc = 0.0
+                    for j in range(m):
+                        acc += inv[i, j] * EKK[j * m + l, c]
+                    T[i, l] = acc
+            for i in range(m):
+                for k in range(m):
+                    acc = 0.0
+                    for l in range(m):
+                        acc += T[i, l] * inv[k, l]
+                    J[i * m + k, c] = (1.0 if i * m + k == c else 0.0) - acc / delta
+        step, ok = _gauss_solve(J, F.reshape((mm, 1)))
+        if not ok:
+            return alpha, J, False
+        new = alpha - step.reshape((m, m))
+        size, big, finite = 0.0, 0.0, True
+        for i in range(m):
+            for j in range(m):
+                alpha[i, j] = 0.5 * (new[i, j] + new[j, i])
+                finite = finite and np.isfinite(alpha[i, j])
+                size = max(size, abs(step[i * m + j, 0]))
+                big = max(big, abs(alpha[i, j]))
+        if not finite:
+            return alpha, J, False
+        if size <= tol * max(1.0, big):
+            return alpha, J, True
+    return alpha, J, False
 
 
 def _physical(law, delta, alpha, J):
@@ -281,8 +348,10 @@ def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
 
 
 def _alpha_at_top(law, delta, edge):
-    """(z0, alpha(z0)) at z0 = min(0, left edge) (the edge side: the last z reached below it)."""
-    if edge.z < 0:
+    """(z0, alpha(z0)) at z0 = min(0, left edge) (the edge side: the last z reached below it).  An edge whose
+    bisection bracket holds 0 (a law whose H has a null space, e.g. a linear activation) is taken at the bracket's
+    lower end: 0 itself may lie a rounding error inside the bulk."""
+    if edge.z_below < 0:
         return edge.z_below, edge.alpha
     sol = solve_alpha(law, delta, 0.0, edge.alpha)
     if sol is None:
