@@ -5,7 +5,7 @@ Goals on the 2-core machine: 200 steps with N = 1e5 paths under 30 s;
 (dmft eq. (6b), source_tol 1e-3) under 5 minutes and 8 GiB (peak resident memory printed).  ``test_scaling`` records the cost for a grid of
 (T, N) so that the O(N T^2) scaling of the ``sources`` method can be read off.
 
-Run:  python -m pytest validation/bench_dmft.py --benchmark-only -p no:cacheprovider -s
+Run:  python -m pytest validation/bench_dmft.py --benchmark-only -n 0 -p no:cacheprovider -s
 """
 
 import time

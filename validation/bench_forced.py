@@ -30,7 +30,7 @@ Measured (validation/reports/planted section 6c):
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.
 
-Run:  python -m pytest validation/bench_forced.py --benchmark-only -p no:cacheprovider -s [-k width, BENCH_M=4]
+Run:  python -m pytest validation/bench_forced.py --benchmark-only -n 0 -p no:cacheprovider -s [-k width, BENCH_M=4]
 """
 
 import os

@@ -4,7 +4,7 @@ Goals on the 2-core CI machine:
 * single-index delta_alg to 12 digits (phase retrieval): under 2 s;
 * two-index delta_alg (y = z1 z2): under 30 s.
 
-Run:  python -m pytest validation/bench_foundation.py --benchmark-only -p no:cacheprovider
+Run:  python -m pytest validation/bench_foundation.py --benchmark-only -n 0 -p no:cacheprovider
 """
 
 from thresholds.alg import delta_alg

@@ -12,7 +12,7 @@ Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
 Select one with -k, e.g. -k dmft.  The "bracket" column is the final search bracket
 (rtol); the interval printed also carries the Monte Carlo error.
 
-Run:  python -m pytest validation/bench_nn.py --benchmark-only -p no:cacheprovider -s
+Run:  python -m pytest validation/bench_nn.py --benchmark-only -n 0 -p no:cacheprovider -s
 """
 
 import time

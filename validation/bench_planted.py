@@ -6,7 +6,7 @@ minutes on the 2-core machine, each extra d in under 20 s; at m <= 8 (width issu
 validation/reports/planted, at m = 1 and m = 2, first for d = 400 alone from an empty cache, then d = 200,
 400, 800 on the same cache (the extra d reuse the computed deltas where those bracket them).
 
-Run:  python -m pytest validation/bench_planted.py --benchmark-only -p no:cacheprovider -s [-k m2]
+Run:  python -m pytest validation/bench_planted.py --benchmark-only -n 0 -p no:cacheprovider -s [-k m2]
 """
 
 import time

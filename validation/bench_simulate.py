@@ -8,7 +8,7 @@ Goals:
   moving the n x d data through memory twice (a NumPy copy of X reads and writes it once);
 * 2000 steps at d = 2000, delta = 6 under 2 minutes.
 
-Run:  python -m pytest validation/bench_simulate.py --benchmark-only -p no:cacheprovider -s
+Run:  python -m pytest validation/bench_simulate.py --benchmark-only -n 0 -p no:cacheprovider -s
 """
 
 import time

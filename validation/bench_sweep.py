@@ -5,7 +5,7 @@ configuration runs the same 16 trials (quad / phase retrieval, d = 200, delta = 
 horizon (50 + 10 log d)/eta), with no trial store, after one warm-up run that compiles the kernels.
 The clusters are started and warmed up (every worker compiles its kernels) before the timed trials.
 
-Run:  python -m pytest validation/bench_sweep.py --benchmark-only -p no:cacheprovider -s
+Run:  python -m pytest validation/bench_sweep.py --benchmark-only -n 0 -p no:cacheprovider -s
 """
 
 import time
