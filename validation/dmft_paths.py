@@ -35,7 +35,10 @@ from validation.simulate import GDSetup, run_gd
 
 OUT = Path(__file__).parent / "reports" / "dmft_paths"
 CASES = {"quad16": dict(activation="quad", link="phase_retrieval", delta=16.0, eta=0.05, steps=400),
-         "gelu12": dict(activation="gelu", link="phase_retrieval", delta=12.0, eta=0.1, steps=2000)}
+         "gelu12": dict(activation="gelu", link="phase_retrieval", delta=12.0, eta=0.1, steps=2000),
+         # near delta_NN of `thresholds nn` at its 400-step default (validation/tail_edge.py, the cut's estimator)
+         "quad11": dict(activation="quad", link="phase_retrieval", delta=11.0, eta=0.05, steps=400),
+         "gelu21": dict(activation="gelu", link="phase_retrieval", delta=21.0, eta=0.1, steps=400)}
 QUANTITIES = ("norm2", "train_loss", "indicator", "indicator_clipped")
 
 
