@@ -73,3 +73,15 @@ def test_tail_cut_beyond_the_paths_is_the_plain_law():
     assert far.negative_indicator == plain.negative_indicator and "poorly resolved" in far.notes[-1]
     assert abs(near.negative_indicator - plain.negative_indicator) > 0.1 and "poorly" not in near.notes[-1]
     assert "n = 160 samples" in near.notes[-1]
+
+
+def test_median_unbiased_cut_is_numpys_type_8_quantile():
+    # validation.tail_edge's second estimator of the eq. (5) cut against numpy's "median_unbiased" quantile
+    # (Hyndman & Fan type 8), from the tail (a rank below the minimum) to the middle of the sample
+    from validation.tail_edge import _median_unbiased_cut
+    rng = np.random.default_rng(0)
+    for K, q in [(1000, 3e-3), (48_000, 6.3e-5), (100, 0.2), (50, 1e-3)]:
+        G = rng.normal(size=K)
+        cut = _median_unbiased_cut(G, q)
+        assert cut.min() == pytest.approx(np.quantile(G, q, method="median_unbiased"), abs=1e-12)
+        assert np.array_equal(cut, np.maximum(G, cut.min()))

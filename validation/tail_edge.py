@@ -11,7 +11,7 @@ file are skipped, so an interrupted job resumes):
   the eq. (5) cut at n = delta d (d = ``--cut-d``) found from all N paths of a replica, and from each of the
   N // K disjoint subsets of K of its paths, by two estimators of the quantile: the weighted empirical one of
   thresholds.hessian (``_clip_lower``) and the median-unbiased order statistic (Hyndman & Fan's type 8, rank
-  q K + 1/3 interpolated).  With a few paths below the cut the first is biased toward the bulk; the record
+  q (K + 1/3) + 1/3 interpolated).  With a few paths below the cut the first is biased toward the bulk; the record
   measures by how much the indicator moves, against the spread of one replica.
 * ``edge``: ``replicas`` x N paths (``--paths``): the hard-outlier indicator at T on the plain law, on
   the law cut at the extreme of n = delta d samples for each d in ``--dims`` (eq. (5)), and with the
@@ -84,10 +84,11 @@ def edge_line(case: str, n: int, replicas: int, dims: list, source_tol: float = 
 
 
 def _median_unbiased_cut(G, q):
-    """G cut from below at its q-quantile estimated by the order statistic of fractional rank q K + 1/3 (1-based,
-    linear between neighbours; K = G.size): the median-unbiased estimator (Hyndman & Fan 1996, type 8)."""
+    """G cut from below at its q-quantile estimated by the order statistic of fractional rank q (K + 1/3) + 1/3
+    (1-based, linear between neighbours; K = G.size): the median-unbiased estimator (Hyndman & Fan 1996, type 8;
+    numpy's method "median_unbiased")."""
     Gs = np.sort(G)
-    k = q * G.size + 1 / 3
+    k = q * (G.size + 1 / 3) + 1 / 3
     if k < 1:  # below the lowest sample's rank: the minimum
         return np.maximum(G, Gs[0])
     lo = min(int(k), G.size)
