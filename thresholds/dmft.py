@@ -78,6 +78,14 @@ Responses (the cost driver), chosen by ``response``:
   1250 paths against 0.063 +- 0.001 with 5000).  So the paths a width-m run needs grow with m
   (thresholds.forced eq. (4)), and a lower-variance estimate of the response sums, not a leave-one-out
   subtraction, is what would remove that bias.
+  Storage precision (``path_dtype``, truncated basis only)                                                   (6d).
+  The per-path source arrays (eps, the whitened psi paths and their combination for u; rows = sources) are
+  read in full at every step by three products over the paths, which are memory-bound at small m.  With
+  ``path_dtype`` "float32" they are stored, and those products taken, in single precision (the coefficients
+  A, Bt, Lpsi, M and every per-path field u, psi stay float64): each product then carries a relative
+  rounding of about 1e-7 times the square root of its length, against Monte Carlo errors of order
+  N^(-1/2) ~ 1e-2 in the same sums, and the source test of eq. (6b) (a relative innovation of at least
+  eps = 1e-3) is far from it.
 * ``"pathwise"`` (O(N T^3) time, O(N T^2) memory, exact per path):
   J(t,s) = 1[t=s] + (eta/delta) sum_{r=s}^{t-1} chi(t,r) psi'(u^r) J(r,s),
   R(t,s) = E[psi'(u^t) J(t,s)]; used to check the ``sources`` method.
@@ -228,6 +236,7 @@ class DMFTSetup:
     population_risk: bool = True  # runs with signal rows: False skips the test loss (NaN; same paths and outputs)
     initial_gram: tuple = ()  # ``sources``: the m x m Gram of theta_perp^0 / rho0 (row-major); (): the identity
     response_noise: float = 0.0  # ``sources``: add k times the Monte Carlo variance of the response sums (eq. (6c))
+    path_dtype: str = "float64"  # ``sources``: storage of the per-path source arrays (eq. (6d)): "float64" or "float32"
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -254,6 +263,8 @@ class DMFTSetup:
             del key["initial_gram"]
         if not self.response_noise:
             del key["response_noise"]
+        if self.path_dtype == "float64":
+            del key["path_dtype"]
         return key
 
     def validate(self):
@@ -304,6 +315,11 @@ class DMFTSetup:
         if not (isinstance(self.response_noise, (int, float)) and math.isfinite(self.response_noise)
                 and self.response_noise >= 0):
             raise ThresholdsError(f"response_noise must be a number >= 0, got {self.response_noise!r}")
+        if self.path_dtype not in ("float64", "float32"):
+            raise ThresholdsError(f"path_dtype must be 'float64' or 'float32', got {self.path_dtype!r}")
+        if self.path_dtype != "float64" and not (self.response == "sources" and self.source_tol > 0):
+            raise ThresholdsError("path_dtype float32 applies to the truncated source basis (response 'sources', "
+                                  "source_tol > 0: dmft eq. (6d))")
         if self.response_noise and self.response != "sources":
             raise UnsupportedError("response noise (eq. (6c)) applies to the 'sources' back-end")
         if self.forcing_n and not self.planted:
@@ -333,7 +349,7 @@ class DMFTSetup:
         kernels = 4 * (T + 1) ** 2 * m * m
         rows = self.first_source_rows() if rows is None else rows
         paths = (3 + bool(self.response_noise)) * n * rows if self.response != "pathwise" else n * (T + 1) ** 2
-        return 8 * (kernels + paths)
+        return 8 * kernels + np.dtype(self.path_dtype).itemsize * paths
 
 
 @dataclass
@@ -622,8 +638,9 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
 
 def _times_paths(wpsi, rows):
     """(rows @ wpsi)^T, (m, r), for per-path columns ``wpsi`` (paths x m) and per-path rows ``rows`` (r x paths),
-    as (m x paths, contiguous) @ (paths x r): the faster BLAS product for these shapes (about 1.5x at m = 8)."""
-    return np.ascontiguousarray(wpsi.T) @ rows.T
+    as (m x paths, contiguous) @ (paths x r): the faster BLAS product for these shapes (about 1.5x at m = 8).  In
+    the rows' precision (eq. (6d)), returned as float64."""
+    return (np.ascontiguousarray(wpsi.T, dtype=rows.dtype) @ rows.T).astype(float, copy=False)
 
 
 def _response_noise(setup, wpsi, omega, nu, eps, RA, RB, rng):
@@ -717,16 +734,17 @@ def _whiten_compact(P, psi, omega, wpsi, coef, PsitT, Lpsi, r, floor):
     if cand.size == 0:
         return r
     past = PsitT[:r]
-    res = psi[:, cand] - (coef[cand] @ past).T
-    fix = (past @ (omega[:, None] * res)).T
-    res -= (fix @ past).T
+    dt = past.dtype  # eq. (6d): the products over the stored paths in their precision
+    res = psi[:, cand] - (coef[cand].astype(dt, copy=False) @ past).T
+    fix = (past @ (omega[:, None] * res).astype(dt, copy=False)).T.astype(float, copy=False)
+    res -= (fix.astype(dt, copy=False) @ past).T
     Lpsi[P + cand, :r] += fix
     J, which = r, dict(zip(cand.tolist(), range(cand.size)))
     for k in range(M):
         if k in which:
             J = _open_source(P + k, res[:, which[k]], psi[:, k], omega, PsitT, Lpsi, r, J, floor, keep_row=False)
         elif J > r:
-            Lpsi[P + k, r:J] = PsitT[r:J] @ wpsi[:, k]
+            Lpsi[P + k, r:J] = PsitT[r:J] @ wpsi[:, k].astype(PsitT.dtype, copy=False)
     return J
 
 
@@ -742,7 +760,7 @@ def _grow_source_rows(setup, t, arrays, need):
                               "(THRESHOLDS_MAX_MEMORY_GB): fewer paths or a larger source tolerance")
     grown = []
     for old in arrays:
-        new = np.zeros((rows, old.shape[1]))
+        new = np.zeros((rows, old.shape[1]), dtype=old.dtype)
         new[: old.shape[0]] = old
         grown.append(new)
     return grown
@@ -788,15 +806,16 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
     # row by row, and nothing else draws from ``rng`` below): the numbers of one draw of all T m rows, without
     # drawing the rows a truncated basis (eq. (6b)) never opens.
     rows = setup.first_source_rows()
-    epsT = np.empty((rows, n))
+    dt = np.dtype(setup.path_dtype)  # eq. (6d)
+    epsT = np.empty((rows, n), dtype=dt)
     drawn = 0
     A = np.zeros((T + 1, M, M))
     A[0] = (np.linalg.cholesky(np.reshape(setup.initial_gram, (M, M))) if setup.initial_gram  # eq. (7c)
             else np.eye(M))
     Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
     Lpsi = np.zeros((T * M, T * M))
-    PsitT = np.zeros((rows, n))          # whitened psi paths
-    both = np.empty((rows, n))           # eps / sqrt(delta) + psit / delta per source row (rows as drawn)
+    PsitT = np.zeros((rows, n), dtype=dt)   # whitened psi paths
+    both = np.empty((rows, n), dtype=dt)    # eps / sqrt(delta) + psit / delta per source row (rows as drawn)
     snaps = dict.fromkeys(checkpoints(T))
     psi = np.empty((n, M))
     loss = np.empty(n)
@@ -816,7 +835,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
             drawn = r
         Bt_t = Bt[t, :, :r]
         # eq. (1): the Gaussian part on the sources plus the memory term on the whitened psi paths
-        u = rho0 * nu @ A[t].T + (Bt_t @ both[:r]).T
+        u = rho0 * nu @ A[t].T + (Bt_t.astype(dt, copy=False) @ both[:r]).T
         if rE:
             u += gE * Msig[t, 0] if rE == 1 else gE @ Msig[t]   # (n, 1) @ (1, m) by broadcasting: faster
         # ||theta||^2: tr C(t, t) of eq. (5) plus the signal overlaps (C itself is formed after the loop)
@@ -832,7 +851,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         if t in snaps:
             snaps[t] = u.copy()
         if t == T:
-            w = rho0 * nu @ A[t].T + (Bt_t @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
+            w = rho0 * nu @ A[t].T + (Bt_t.astype(dt, copy=False) @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
             break
         wpsi = omega[:, None] * psi
         if r + M > epsT.shape[0]:   # eq. (6b): room for the m sources this step may open
