@@ -123,6 +123,10 @@ def test_trial_setup():
         trial_setup(Problem("quad", "phase_retrieval", sphere=True), 5.0, 400, 0, paths=4000)
     with pytest.raises(ThresholdsError, match="hard and"):
         trial_setup(Problem("quad", "z1**2 + z2**2"), 5.0, 400, 0, paths=4000)
+    # eq. (4c): float32 path arrays on the truncated basis, float64 with every source or when asked for
+    assert s.path_dtype == "float32" and s.cache_key()["path_dtype"] == "float32"
+    assert trial_setup(problem, 5.0, 400, 7, paths=4000, source_tol=0.0).path_dtype == "float64"
+    assert "path_dtype" not in trial_setup(problem, 5.0, 400, 7, paths=4000, path_dtype="float64").cache_key()
 
 
 def test_paths_per_sample():

@@ -127,6 +127,16 @@ r = 285 instead of eq. (4)'s 320k).  The forced trials follow: m = 8, d = 800, d
 hard fraction 0.480 +- 0.020 (6 of 16 escape) with eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3
 (difference -0.013 +- 0.019 over the same overlaps).  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
 0.003), and the gain is smaller (r = 123 against 200).
+
+Storage precision.  A trial's per-path source arrays are float32 (dmft eq. (6d)):
+
+    path_dtype = PATH_DTYPE = "float32"   (the truncated basis, eps > 0; float64 with every source)      (4c)
+
+A trial is memory-bound on those arrays, and single precision halves the bytes: the same trial at d = 200, 600
+steps, float64 against float32, back to back on a loaded machine, is 1.51x faster at m = 2 (5000 paths), 1.69x at
+m = 4 (20k) and 1.47x at m = 8 (eq. (4b), 40k), with the hard fraction within 6e-6 / 3.2e-4 / 1.1e-4 of the float64
+run at every step (a trial's spread over data sets is about 0.1).  Records made before (4c) are float64; a
+record's ``path_dtype`` says which (``validation.forced_trials --path-dtype float64`` reproduces them).
 """
 
 from __future__ import annotations
@@ -148,6 +158,15 @@ SOURCE_TOL = 1e-3   # the truncated source basis (dmft eq. (6b)): no finite-path
 WIDE_SOURCE_TOL = 1e-2   # eq. (4b): the source basis of trials at width m >= WIDE_FROM
 WIDE_FROM = 8
 XI_SEED = 1729      # the stream of the initial overlaps xi_k
+PATH_DTYPE = "float32"   # eq. (4c): storage of a trial's per-path source arrays (dmft eq. (6d))
+
+
+def path_dtype_for(source_tol: float, path_dtype: str = None) -> str:
+    """``path_dtype`` when given, else eq. (4c): PATH_DTYPE on the truncated basis (``source_tol`` > 0), float64
+    with every source."""
+    if path_dtype is not None:
+        return path_dtype
+    return PATH_DTYPE if source_tol > 0 else "float64"
 
 
 def source_tol_for(m: int, source_tol: float = None) -> float:
@@ -173,6 +192,7 @@ class ForcedTrial:
     source_tol: float
     gram: bool = False  # the bulk started from the finite-d Gram of the neurons (eq. (3))
     strata: int = 0     # initial overlaps stratified in blocks of this many trials (eq. (2s)); 0: iid
+    path_dtype: str = "float64"   # storage of the run's per-path arrays (eq. (4c))
 
     @property
     def final(self) -> float:
@@ -186,7 +206,8 @@ class ForcedTrial:
         return {"delta": self.delta, "d": self.d, "trial": self.trial, "steps": self.steps, "xi": self.xi,
                 "hard_fraction": self.hard_fraction, "every": self.every, "paths": self.paths,
                 "source_tol": self.source_tol, "success": self.success, **({"gram": True} if self.gram else {}),
-                **({"strata": self.strata} if self.strata else {})}
+                **({"strata": self.strata} if self.strata else {}),
+                **({"path_dtype": self.path_dtype} if self.path_dtype != "float64" else {})}
 
 
 def refusal(problem: Problem) -> str:
@@ -226,9 +247,10 @@ def initial_gram(trial: int, m: int, d: int) -> tuple:
 
 
 def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
-                source_tol: float = None, gram: bool = False, strata: int = 0) -> DMFTSetup:
+                source_tol: float = None, gram: bool = False, strata: int = 0, path_dtype: str = None) -> DMFTSetup:
     """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``; with
-    ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3)).  ``source_tol`` None: eq. (4b)."""
+    ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3)).  ``source_tol`` None: eq. (4b);
+    ``path_dtype`` None: eq. (4c)."""
     why = refusal(problem)
     if why:
         raise ThresholdsError(why)
@@ -247,7 +269,7 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     q0 = float(q0[0]) if problem.m == 1 else tuple(float(v) for v in q0)
     return DMFTSetup.from_problem(problem, delta, paths=int(paths), replicas=1, seed=int(trial), planted=q0,
                                   source_tol=source_tol, forcing_n=n, forcing_seed=int(trial),
-                                  population_risk=False,
+                                  population_risk=False, path_dtype=path_dtype_for(source_tol, path_dtype),
                                   initial_gram=initial_gram(trial, problem.m, d) if gram else ())
 
 
@@ -276,17 +298,18 @@ def trial_curves(setup: DMFTSetup, cache: bool = True) -> dict:
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
               source_tol: float = None, every: int = 25, cache: bool = True, gram: bool = False,
-              strata: int = 0) -> ForcedTrial:
+              strata: int = 0, path_dtype: str = None) -> ForcedTrial:
     """Eq. (1) for one trial; its per-step curves are cached on disk unless ``cache`` is False
-    (:func:`trial_curves`).  ``source_tol`` None: eq. (4b)."""
-    setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata)
+    (:func:`trial_curves`).  ``source_tol`` None: eq. (4b); ``path_dtype`` None: eq. (4c)."""
+    setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata,
+                        path_dtype=path_dtype)
     frac = trial_curves(setup, cache)["hard_fraction"]
     keep = list(range(0, setup.steps + 1, every))
     if keep[-1] != setup.steps:
         keep.append(setup.steps)
     return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m, strata),
                        [float(frac[t]) for t in keep], int(every), int(setup.paths), float(setup.source_tol), bool(gram),
-                       int(strata))
+                       int(strata), setup.path_dtype)
 
 
 @dataclass

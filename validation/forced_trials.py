@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 from thresholds.errors import ThresholdsError
-from thresholds.forced import ForcedPoint, paths_for, points, run_trial, source_tol_for
+from thresholds.forced import ForcedPoint, path_dtype_for, paths_for, points, run_trial, source_tol_for
 from thresholds.problem import Problem
 from validation import records
 from validation.planted_threshold import gd_crossings, gd_rates
@@ -40,15 +40,17 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
           source_tol: float = None, first: int = 0, log=print, gram: bool = False, strata: int = 0,
-          per_sample: float = None) -> None:
+          per_sample: float = None, path_dtype: str = None) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
     None: thresholds.forced.paths_for (eqs. (4), (4b); ``per_sample`` paths per sample); ``source_tol``
-    None: the width's default (thresholds.forced eq. (4b)).  Trials with another path count at a point are not reused
-    (and :func:`check_paths` refuses the mixture)."""
+    None: the width's default (thresholds.forced eq. (4b)); ``path_dtype`` None: eq. (4c).  Trials with another path
+    count at a point are not reused (and :func:`check_paths` refuses the mixture), nor trials of another precision."""
     source_tol = source_tol_for(problem.m, source_tol)
+    path_dtype = path_dtype_for(source_tol, path_dtype)
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
-            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata}
+            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata
+            and r.get("path_dtype", "float64") == path_dtype}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
@@ -57,7 +59,8 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                 if (d, float(delta), k, n_paths) in done:
                     continue
                 start = time.time()
-                tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, gram=gram, strata=strata)
+                tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, gram=gram, strata=strata,
+                               path_dtype=path_dtype)
                 records.append(path, tr.to_json())
                 xi = " ".join(f"{v:+.2f}" for v in (tr.xi if isinstance(tr.xi, list) else [tr.xi]))
                 log(f"d {d} delta {delta:g} trial {k}: xi {xi} hard fraction {tr.final:.3f} "
@@ -190,6 +193,9 @@ def main(argv=None):
                     "eq. (4b), 1e-3 at m < 8 and 1e-2 at m >= 8)")
     ap.add_argument("--strata", type=int, default=0, help="initial overlaps stratified in blocks of this many trials "
                     "(thresholds.forced eq. (2s)); 0: iid")
+    ap.add_argument("--path-dtype", choices=("float32", "float64"), default=None, help="storage of a trial's "
+                    "per-path arrays (default: thresholds.forced eq. (4c), float32 on the truncated basis; float64 "
+                    "reproduces records made before it)")
     ap.add_argument("--gram", action="store_true", help="the bulk from the finite-d Gram of the neurons "
                     "(thresholds.forced eq. (3))")
     ap.add_argument("--out", type=Path, default=OUT, help="directory of the records (one file per setup)")
@@ -217,7 +223,7 @@ def main(argv=None):
         deltas = [float(v) for v in args.delta.split(",")]
         sweep(problem, dims, deltas, args.trials, path=path, paths=args.paths, per_sample=args.paths_per_sample,
               source_tol=args.source_tol, first=args.first, log=lambda s: print(s, flush=True), gram=args.gram,
-              strata=args.strata)
+              strata=args.strata, path_dtype=args.path_dtype)
     except (ThresholdsError, ValueError) as err:
         raise SystemExit(f"error: {err}")
 
