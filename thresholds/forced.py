@@ -360,7 +360,7 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "= 800 than at 3200, the forced trials' is not (0.682 +- 0.014 against 0.695 +- 0.004, width sections 8c, "
          "8d). From m = 8 on the default is eq. (4b) (source tolerance 1e-2, 5000 m paths), checked at m = 8, d = 800, "
          "delta 3.5 only: final hard fraction 0.480 against 0.493 +- 0.020 with 80k paths at 1e-3 (width section 8e). "
-         "m = 16 misses at d = 200: quad 3.38 +- 0.05 against GD 3.15 +- 0.03 (+4.3; 2 of 10 trials escape at delta "
+         "m = 16 misses at d = 200: quad 3.30 +- 0.05 against GD 3.15 +- 0.03 (+2.9; 9 of 20 trials escape at delta "
          "3.25 against 31 of 40 GD runs), gelu 5.56 +- 0.16 against 5.33 +- 0.06 (+1.4; 1 / 5 / 8 of 10 at delta 5 / 5.5 / 6); at d = "
          "800 quad 3.62 +- 0.07 against 3.55 +- 0.02 (+0.9, 10 trials at two deltas) and gelu 6.90 +- 0.15 against "
          "6.76 +- 0.09 (+0.8; width section 9). "
