@@ -81,7 +81,12 @@ def test_forced_width_prediction_cold(benchmark):
     machine), about 40 minutes per prediction; m = 16 (80k paths, r about 290 sources): 410 s per trial with six jobs
     sharing the two cores.  The compact whitening (dmft eq. (6b), residuals only for the columns that can open a
     source) makes a trial 1.45x (m = 4) to 1.7x (m = 8) faster: an m = 8 prediction estimated at 24 minutes, about
-    5x over the goal; m = 16 trials about 120 s with three jobs on the two cores."""
+    5x over the goal; m = 16 trials about 120 s with three jobs on the two cores.  With float32 path arrays
+    (thresholds.forced eq. (4c); 1.5-1.7x per trial on one core), measured at m = 4 (BENCH_M=4, 2 worker processes,
+    the machine otherwise idle): 926 s from an empty cache, 5 deltas x 40 trials (3.5: 33/40, 3.043: 20/40, 2.647:
+    3/40, 2.301: 0/40, 4.025: 40/40), 3.105 [3.046, 3.163] against GD 2.87 +- 0.04 (the committed stratified forced
+    crossing, 3.03 +- 0.09, is also above GD); about 9 s per trial per core with two trials sharing the memory bus.
+    The goal is missed by about 3x at m = 4."""
     m = int(os.environ.get("BENCH_M", "2"))
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
     workers = int(os.environ.get("BENCH_WORKERS", "2"))
