@@ -33,7 +33,7 @@ below the spectrum.  The left edge is the fold of this branch (J singular), foun
 by bisection on z between a z where Newton converges to a positive-definite alpha
 and one where it does not.  The Newton iteration runs in one jitted call (``_newton``): the
 moments, the m x m inverse, the (m^2) x (m^2) Jacobian (5) as the columns inv E_pq inv^T and the
-step, by Gaussian elimination with partial pivoting (``_gauss_solve``).
+step, by Gaussian elimination with partial pivoting (``_eliminate``, as K per sample).
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ from .stieltjes import spike_weight
 
 @numba.njit(cache=True)
 def _solve_K(Ws, alpha, delta, Mt, K):
-    """K = (I + W alpha/delta)^{-1} W for one sample, in place in K (Mt is scratch): Gaussian
-    elimination with partial pivoting."""
+    """K = (I + W alpha/delta)^{-1} W for one sample, in place in K (Mt is scratch; ``_eliminate``); NaN when the
+    matrix is singular."""
     m = Ws.shape[0]
     for i in range(m):
         for j in range(m):
@@ -59,29 +59,42 @@ def _solve_K(Ws, alpha, delta, Mt, K):
                 acc += Ws[i, k] * alpha[k, j]
             Mt[i, j] = (1.0 if i == j else 0.0) + acc / delta
             K[i, j] = Ws[i, j]
-    for c in range(m):  # forward elimination with partial pivoting on [Mt | K]
+    if not _eliminate(Mt, K):
+        K[:, :] = np.nan
+
+
+@numba.njit(cache=True)
+def _eliminate(M, X):
+    """Solve M Y = X in place (Y in X, M overwritten) by Gaussian elimination with partial pivoting; False (X then
+    partly eliminated) when a pivot is exactly 0, i.e. M singular, as LAPACK's getrf reports it."""
+    k = M.shape[0]
+    for c in range(k):  # forward elimination with partial pivoting on [M | X]
         p = c
-        for r in range(c + 1, m):
-            if abs(Mt[r, c]) > abs(Mt[p, c]):
+        for r in range(c + 1, k):
+            if abs(M[r, c]) > abs(M[p, c]):
                 p = r
+        if M[p, c] == 0.0:
+            return False
         if p != c:
-            for j in range(m):
-                Mt[c, j], Mt[p, j] = Mt[p, j], Mt[c, j]
-                K[c, j], K[p, j] = K[p, j], K[c, j]
-        piv = Mt[c, c]
-        for r in range(c + 1, m):
-            f = Mt[r, c] / piv
+            for j in range(k):
+                M[c, j], M[p, j] = M[p, j], M[c, j]
+            for j in range(X.shape[1]):
+                X[c, j], X[p, j] = X[p, j], X[c, j]
+        piv = M[c, c]
+        for r in range(c + 1, k):
+            f = M[r, c] / piv
             if f != 0.0:
-                for j in range(c, m):
-                    Mt[r, j] -= f * Mt[c, j]
-                for j in range(m):
-                    K[r, j] -= f * K[c, j]
-    for c in range(m - 1, -1, -1):
-        for j in range(m):
-            acc = K[c, j]
-            for k in range(c + 1, m):
-                acc -= Mt[c, k] * K[k, j]
-            K[c, j] = acc / Mt[c, c]
+                for j in range(c, k):
+                    M[r, j] -= f * M[c, j]
+                for j in range(X.shape[1]):
+                    X[r, j] -= f * X[c, j]
+    for c in range(k - 1, -1, -1):
+        for j in range(X.shape[1]):
+            acc = X[c, j]
+            for q in range(c + 1, k):
+                acc -= M[c, q] * X[q, j]
+            X[c, j] = acc / M[c, c]
+    return True
 
 
 @numba.njit(cache=True)
@@ -181,37 +194,9 @@ def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-1
 
 @numba.njit(cache=True)
 def _gauss_solve(A, B):
-    """X with A X = B (A (k, k), B (k, c)) by Gaussian elimination with partial pivoting, and False when a
-    pivot is exactly 0 (A singular), as LAPACK's getrf reports it."""
-    k = A.shape[0]
-    M = A.copy()
+    """(X, True) with A X = B (A (k, k), B (k, c)), or (.., False) when A is singular (``_eliminate`` on copies)."""
     X = B.copy()
-    for c in range(k):
-        p = c
-        for r in range(c + 1, k):
-            if abs(M[r, c]) > abs(M[p, c]):
-                p = r
-        if M[p, c] == 0.0:
-            return X, False
-        if p != c:
-            for j in range(k):
-                M[c, j], M[p, j] = M[p, j], M[c, j]
-            for j in range(X.shape[1]):
-                X[c, j], X[p, j] = X[p, j], X[c, j]
-        for r in range(c + 1, k):
-            f = M[r, c] / M[c, c]
-            if f != 0.0:
-                for j in range(c, k):
-                    M[r, j] -= f * M[c, j]
-                for j in range(X.shape[1]):
-                    X[r, j] -= f * X[c, j]
-    for c in range(k - 1, -1, -1):
-        for j in range(X.shape[1]):
-            acc = X[c, j]
-            for q in range(c + 1, k):
-                acc -= M[c, q] * X[q, j]
-            X[c, j] = acc / M[c, c]
-    return X, True
+    return X, _eliminate(A.copy(), X)
 
 
 @numba.njit(cache=True)
