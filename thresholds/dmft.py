@@ -339,7 +339,8 @@ class DMFTSetup:
         return min(full, INITIAL_SOURCE_ROWS * self.m) if self.source_tol else full
 
     def memory_bytes(self, rows: int = None) -> int:
-        """Float64 storage of one replica: the kernels C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
+        """Storage of one replica in bytes (float64, the per-path arrays at ``path_dtype``, eq. (6d)): the kernels
+        C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
         Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n per
         source row; a fourth for the squared sources of eq. (6c) with ``response_noise``; ``pathwise``: the
         tangents, n T^2).  The source rows are ``rows``, by default T m with every source and the initial
