@@ -504,3 +504,21 @@ def test_width_forcing_split_ratios_against_a_direct_reference():
     for key, value in want.items():
         assert got[key] == pytest.approx(value, rel=1e-8), key
     assert got["cov"] < -0.1 and got["total"] < 0.9
+
+
+def test_a_sweep_never_adds_a_trial_in_the_other_precision(tmp_path):
+    # records of float64 trials (before thresholds.forced eq. (4c)); a default (float32) sweep over the same trial
+    # would count it twice, so it stops with a one-line error; in float64 it skips the trial as done
+    from validation import records
+    from validation.forced_trials import main, records_path, sweep
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=30)
+    path = records_path(problem, tmp_path)
+    records.append(path, {"delta": 5.0, "d": 400, "trial": 0, "steps": 30, "xi": 0.1, "hard_fraction": [0.0, 0.1],
+                          "every": 25, "paths": 2500, "source_tol": 1e-3, "success": False})
+    with pytest.raises(ThresholdsError, match="float64"):
+        sweep(problem, [400], [5.0], 1, path=path, log=lambda s: None)
+    sweep(problem, [400], [5.0], 1, path=path, log=lambda s: None, path_dtype="float64")
+    assert len(records.read(path)) == 1
+    with pytest.raises(SystemExit, match="--path-dtype float64"):
+        main(["-a", "quad", "--eta", "0.05", "--steps", "30", "--dims", "400", "--delta", "5", "--trials", "1",
+              "--out", str(tmp_path)])

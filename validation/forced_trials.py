@@ -48,9 +48,11 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
     count at a point are not reused (and :func:`check_paths` refuses the mixture), nor trials of another precision."""
     source_tol = source_tol_for(problem.m, source_tol)
     path_dtype = path_dtype_for(source_tol, path_dtype)
-    done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in records.read(path)
-            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata
-            and r.get("path_dtype", "float64") == path_dtype}
+    same = [r for r in records.read(path)
+            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata]
+    done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in same if r.get("path_dtype", "float64") == path_dtype}
+    other = {(r["d"], r["delta"], r["trial"]): r.get("path_dtype", "float64") for r in same
+             if r.get("path_dtype", "float64") != path_dtype}
     path.parent.mkdir(parents=True, exist_ok=True)
     for k in range(first, first + trials):
         for d in dims:
@@ -58,6 +60,10 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                 n_paths = paths_for(delta, d, paths, per_sample, m=problem.m, source_tol=source_tol)
                 if (d, float(delta), k, n_paths) in done:
                     continue
+                if (d, float(delta), k) in other:   # the same trial twice would count as two
+                    raise ThresholdsError(f"{path} holds trial {k} at d = {d}, delta = {delta:g} in "
+                                          f"{other[d, float(delta), k]}; pass --path-dtype {other[d, float(delta), k]} "
+                                          "or another --out")
                 start = time.time()
                 tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, gram=gram, strata=strata,
                                path_dtype=path_dtype)
