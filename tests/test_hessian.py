@@ -85,3 +85,17 @@ def test_median_unbiased_cut_is_numpys_type_8_quantile():
         cut = _median_unbiased_cut(G, q)
         assert cut.min() == pytest.approx(np.quantile(G, q, method="median_unbiased"), abs=1e-12)
         assert np.array_equal(cut, np.maximum(G, cut.min()))
+
+
+def test_the_cut_records_weighted_route_is_the_scalar_engines():
+    # validation.tail_edge composes the plain indicator from the engine's pieces so that both cut estimators share
+    # one route; with the weighted quantile it is the scalar engine's indicator under eq. (5) (no sphere shift)
+    from thresholds.catalog import get_activation
+    from thresholds.hessian import ENGINES, sample_quantile
+    from validation.tail_edge import _cut_indicator
+    setup = DMFTSetup("quad", "phase_retrieval", 16.0, 0.05, 10, paths=1000, replicas=2)
+    u, y, g = _pr_sample(20_000)
+    n = 3000
+    engine = ENGINES["scalar"](get_activation("quad"), setup, 16.0, u, y, g, np.full(u.size, 1 / u.size), False,
+                               tail_n=n).indicator
+    assert _cut_indicator(setup, u, y, g, sample_quantile(n), "weighted") == pytest.approx(engine, rel=1e-12)

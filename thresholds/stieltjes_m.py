@@ -175,9 +175,6 @@ class MatrixLaw:
         return min(low * scale, 0.0) - 1.0 - abs(low)
 
 
-_NO_SPIKE = np.zeros((1, 0, 0))  # r = 0: E[K (x) M] not wanted (Mh is indexed per sample only when r > 0)
-
-
 def _sym(a):
     return 0.5 * (a + a.T)
 
@@ -206,7 +203,7 @@ def _newton(W, w, alpha, delta, z, tol, maxiter):
     m = W.shape[1]
     mm = m * m
     eye = np.eye(m)
-    nospike = np.zeros((1, 0, 0))
+    nospike = np.zeros((1, 0, 0))  # r = 0: E[K (x) M] not wanted (Mh is indexed per sample only when r > 0)
     J = np.eye(mm)
     T = np.empty((m, m))
     for _ in range(maxiter):

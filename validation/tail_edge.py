@@ -125,11 +125,12 @@ def cut_line(case: str, n: int, replicas: int, pers: list, d: int, seed: int = 5
         for per in pers:
             subsets = [[] for _ in CUT_ESTIMATORS]
             for r in law.steps[step]:
+                u, g = np.ravel(r.u), np.asarray(r.g)
                 order = rng.permutation(r.y.shape[0])
                 for k in range(r.y.shape[0] // per):
                     idx = order[k * per:(k + 1) * per]
                     for s, est in zip(subsets, CUT_ESTIMATORS):
-                        s.append(_cut_indicator(setup, np.ravel(r.u)[idx], r.y[idx], np.asarray(r.g)[idx], q, est))
+                        s.append(_cut_indicator(setup, u[idx], r.y[idx], g[idx], q, est))
             for s, est in zip(subsets, CUT_ESTIMATORS):
                 at[est][str(per)] = s
     line["seconds"] = time.time() - start
