@@ -977,10 +977,23 @@ def _finite_d_options(dims_help: str):
                          "truncated source basis 1e-3 whatever --finite-source-tol says)."),
             click.option("--finite-trials", default=40, show_default=True, type=click.IntRange(4, 10_000),
                          help="With --finite-method forced: trials per delta (each one DMFT run, cached; their "
-                         "initial overlaps stratified over the trials, thresholds.forced eq. (2s))."),
+                         "initial overlaps stratified over the trials, thresholds.forced eq. (2s)); the deltas "
+                         "of the search get --finite-pilot of them, the two around the crossing all."),
+            click.option("--finite-pilot", default=None, type=click.IntRange(4, 10_000), callback=_pilot_callback,
+                         help="With --finite-method forced: trials per delta of the search and of the two end "
+                         "deltas (thresholds.forced eq. (2p)); default a quarter of --finite-trials (at least 4); "
+                         "equal to --finite-trials: every delta gets them all."),
         ]
         return _with_options(func, opts)
     return decorate
+
+
+def _pilot_callback(ctx, param, value):
+    """--finite-pilot: at most --finite-trials (declared before it, so already parsed)."""
+    trials = ctx.params.get("finite_trials", 40)
+    if value is not None and value > trials:
+        raise click.BadParameter(f"{value} is more than --finite-trials {trials}", ctx, param)
+    return value
 
 
 def _finite_method(setup, method: str) -> str:
@@ -1024,7 +1037,7 @@ def _finite_dims(dims, start, search_max):
                    "modes of thresholds.modes at m > 1; finite --m only; see --finite-method).")
 @_executor_options("searches of --scan and the forced trials of --dims", "one task")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
-           finite_source_tol, finite_method, finite_trials, **kw):
+           finite_source_tol, finite_method, finite_trials, finite_pilot, **kw):
     """delta_NN: smallest n/d at which the Hessian after the first phase of GD has a
     negative outlier in the hard subspace (any width --m and number of hard directions;
     square loss).
@@ -1068,6 +1081,7 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
     res = _run_nn(setup, kw["no_cache"], quiet=as_json)
     finite = (_finite_d_prediction(setup, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
                                    source_tol=finite_source_tol, method=finite_method, trials=finite_trials,
+                                   pilot=finite_pilot,
                                    workers=_executor(workers, scheduler), scheduler=scheduler)
               if dim_list else None)
     if plot_path:
@@ -1115,22 +1129,23 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
 
 
 def _finite_d_prediction(setup, dims, paths, start, no_cache, quiet=False, source_tol=0.0, method="auto",
-                         trials=40, workers=0, scheduler=None):
+                         trials=40, workers=0, scheduler=None, pilot=None):
     """thresholds.modes.prediction for the problem of ``setup`` (its grid grown from ``start``; ``source_tol``:
     the planted runs' source basis), or with ``method`` 'forced' thresholds.forced.predict (``trials`` per
     delta, its own source basis, the trials of a delta spread over ``workers`` Dask processes or the cluster at
     ``scheduler``; 'auto': one per core), with a log line per DMFT run or per delta."""
     from thresholds.modes import prediction
     if _finite_method(setup, method) == "forced":
-        from thresholds.forced import predict
+        from thresholds.forced import pilot_for, predict
         from validation.sweep import default_workers, task_map
         if workers == "auto":
             workers = default_workers(trials, per_core=1)
         where = f" on {workers} worker processes" if workers else (" on the Dask cluster" if scheduler else "")
         with Activity(f"forced DMFT trials at d = {', '.join(map(str, dims))}", disable=quiet) as act, \
                 task_map(workers, scheduler) as map_trials:
-            act.begin(f"{trials} trials per delta ({setup.steps} steps each){where}")
-            return predict(setup.problem, dims, trials=trials, start=start, paths=paths,
+            act.begin(f"{pilot_for(trials, pilot)} trials per delta, {trials} at the two around the crossing "
+                      f"({setup.steps} steps each){where}")
+            return predict(setup.problem, dims, trials=trials, pilot=pilot, start=start, paths=paths,
                            search_min=max(setup.search_min, FINITE_LOW), search_max=setup.search_max,
                            cache=not no_cache, log=act.line, map_trials=map_trials)
     with Activity(f"finite-d prediction at d = {', '.join(map(str, dims))}", disable=quiet) as act:
@@ -1177,7 +1192,7 @@ def _print_finite_d(finite):
                    "(--t0 steps*eta --c 0).")
 @_executor_options("rows' searches and the forced trials of --dims", "one task")
 def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, finite_paths, finite_start,
-              finite_source_tol, finite_method, finite_trials, **kw):
+              finite_source_tol, finite_method, finite_trials, finite_pilot, **kw):
     """One row per (link, activation, width): delta_alg, delta_NN, their ratio, and the
     simulated threshold when a validation of the same setup is cached; with --dims, the
     finite-d prediction next to the simulated crossing at each d."""
@@ -1214,6 +1229,7 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
             if r is not None and not _finite_refusal(st, finite_method):
                 pred = _finite_d_prediction(st, dim_list, finite_paths, finite_start, kw["no_cache"], quiet=as_json,
                                             source_tol=finite_source_tol, method=finite_method, trials=finite_trials,
+                                   pilot=finite_pilot,
                                             workers=_executor(workers, scheduler), scheduler=scheduler)
                 sim = cached(st, t0=st.steps * st.eta, c=0.0) or {}
                 finite[i] = (pred, sim.get("crossings", {}))

@@ -29,6 +29,7 @@ def test_two_dask_workers_on_loopback_give_the_in_process_result(tmp_path, monke
 def test_task_map_spreads_forced_trials_over_two_workers():
     # validation.sweep.task_map: results in the order of the items, the same on a 2-process LocalCluster as in
     # this process, one cluster for several calls; thresholds.forced.predict gives the same prediction either way
+    # (the sequential design of eq. (2p) included)
     import math
 
     from test_forced import _logistic_stub
@@ -38,8 +39,11 @@ def test_task_map_spreads_forced_trials_over_two_workers():
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600)
     run, _ = _logistic_stub(lambda d: 6.0 + math.log2(d / 200))
     here = predict(problem, [200, 400], trials=40, start=8.0, run=run)
+    import os
     with task_map(2) as mapper:
         assert mapper(math.isqrt, [16, 1, 81, 4]) == [4, 1, 9, 2]
+        # the workers run with glibc's own mmap threshold (validation.sweep.worker_environ), their threads pinned
+        assert mapper(os.getenv, ["MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS"]) == [None, "1"]
         there = predict(problem, [200, 400], trials=40, start=8.0, run=run, map_trials=mapper)
     assert [c.value for c in there.crossings] == [c.value for c in here.crossings]
     assert [(p.d, p.delta, p.successes) for p in there.points] == [(p.d, p.delta, p.successes) for p in here.points]

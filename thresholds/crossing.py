@@ -84,7 +84,7 @@ def logistic_crossing(deltas, successes, trials):
     deltas = np.asarray(deltas, float)
     k = np.asarray(successes, float)
     n = np.asarray(trials, float)
-    if not (k.min() < 0.5 * n[np.argmin(k)] and k.max() > 0.5 * n[np.argmax(k)]):
+    if not (np.min(k / n) < 0.5 < np.max(k / n)):   # the rates, not the counts: trials may differ per delta
         return None, None
 
     def nll(params):
@@ -123,15 +123,30 @@ def paired_crossing(deltas, outcomes, *, resamples: int = 200, seed: int = 0):
     with a standard error that counts the correlation between the rates.  :func:`logistic_crossing` treats the
     rates as independent binomials; here trials are resampled with replacement, each keeping its outcomes at
     every delta, and the standard deviation of the resampled crossings (resamples whose rates do not bracket
-    1/2 left out) is returned when it is the larger.  (None, None) when the rates do not bracket 1/2."""
-    out = np.asarray(outcomes, dtype=bool)
-    n_deltas, K = out.shape
-    c, se = logistic_crossing(deltas, out.sum(axis=1), [K] * n_deltas)
+    1/2 left out) is returned when it is the larger.  (None, None) when the rates do not bracket 1/2.
+
+    The lists may differ in length (a sequential design, thresholds.forced eq. (2p)): trial k is then observed
+    at delta i when k < len(outcomes[i]), and a resampled trial counts at the deltas where it was observed
+    (a resample without any trial at a delta leaves that delta out of its fit).  With lists of one length
+    this is the rectangular computation, draw for draw."""
+    rows = [np.asarray(o, dtype=bool) for o in outcomes]
+    sizes = np.array([r.size for r in rows])
+    K = int(sizes.max())
+    c, se = logistic_crossing(deltas, [r.sum() for r in rows], sizes)
     if c is None:
         return None, None
+    deltas = np.asarray(deltas, float)
+    out = np.zeros((len(rows), K), dtype=bool)
+    seen = np.arange(K)[None, :] < sizes[:, None]        # trial k observed at delta i
+    for i, r in enumerate(rows):
+        out[i, : r.size] = r
     rng = np.random.default_rng(seed)
-    boot = [logistic_crossing(deltas, out[:, rng.integers(0, K, K)].sum(axis=1), [K] * n_deltas)[0]
-            for _ in range(int(resamples))]
+    boot = []
+    for _ in range(int(resamples)):
+        pick = rng.integers(0, K, K)
+        n = seen[:, pick].sum(axis=1)
+        keep = n > 0
+        boot.append(logistic_crossing(deltas[keep], out[:, pick].sum(axis=1)[keep], n[keep])[0])
     boot = [b for b in boot if b is not None]
     if len(boot) >= 0.8 * resamples:
         se = max(se, float(np.std(boot, ddof=1)))

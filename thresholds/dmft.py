@@ -544,10 +544,11 @@ def _cholesky_row(t, L, c_row):
     L[t, t] = math.sqrt(rest) if rest > 1e-13 * max(c_row[t], 1e-300) else 0.0
 
 
-def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None, split=None):
+def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None, split=None,
+                 kernels=True):
     """One replica of the setup's back-end (a :class:`ReplicaRun`)."""
     if setup.response == "sources":
-        return _run_sources(setup, act, link, n, rng, progress, split, Ey2)
+        return _run_sources(setup, act, link, n, rng, progress, split, Ey2, kernels)
     T = setup.steps
     A = np.zeros(T + 1)
     C = np.zeros((T + 1, T + 1))
@@ -781,11 +782,12 @@ def _sources_covariances(A, Bt, Lpsi, rho0, delta):
     return np.ascontiguousarray(np.transpose(C, (0, 2, 1, 3))), Cpsi
 
 
-def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
+def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=True):
     """The ``sources`` method of the module docstring, for m >= 1 neurons: sources and
     whitened psi columns are indexed by (step, neuron) pairs J = s m + k.  With easy
     directions (``split.easy`` non-empty) the signal overlaps Msig(t) (r_E x m) enter the
-    sample side and follow their own recursion (module docstring, "Easy directions")."""
+    sample side and follow their own recursion (module docstring, "Easy directions").
+    Without ``kernels`` the two-time C and Cpsi are not formed (None), only C(t, t)."""
     T, eta, delta, rho0, M = setup.steps, setup.eta, setup.delta, setup.rho0, setup.m
     kernel = make_psi_kernel_m(act)
     a_j, b_j = per_neuron(setup.a, M), per_neuron(setup.b, M)  # per-neuron second layer
@@ -863,11 +865,16 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0):
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)
-    C, Cpsi = _sources_covariances(A, Bt[:, :, :r], Lpsi[:, :r], rho0, delta)
+    C, Cpsi, Ctt = None, None, None
+    if kernels:
+        C, Cpsi = _sources_covariances(A, Bt[:, :, :r], Lpsi[:, :r], rho0, delta)
+    else:   # C(t, t) of eq. (5) alone
+        Ctt = rho0**2 * np.einsum("tjk,tlk->tjl", A, A) + np.einsum("tjk,tlk->tjl", Bt[:, :, :r], Bt[:, :, :r]) / delta
     if M == 1:
-        A, C, Cpsi, u, w = A[:, 0, 0], C[:, :, 0, 0], Cpsi[:, :, 0, 0], u[:, 0], w[:, 0]
+        A, u, w = A[:, 0, 0], u[:, 0], w[:, 0]
+        C, Cpsi, Ctt = (C[:, :, 0, 0], Cpsi[:, :, 0, 0], None) if kernels else (None, None, Ctt[:, 0, 0])
         snaps = {s: v[:, 0] for s, v in snaps.items()}
-    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test, sources=r)
+    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test, sources=r, Ctt=Ctt)
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -989,6 +996,13 @@ class ReplicaRun:
     hard_kernel: np.ndarray | None = None   # ``pathwise``: K_M(t, r) = E[g^2 psi'(u^t) J(t, r)] (eq. (9))
     hard_source: np.ndarray | None = None   # ``pathwise``: K_F(s, r) = E[g^2 psi^s psi^r]
     sources: int | None = None              # ``sources``: source rows in use at the end (eq. (6b))
+    Ctt: np.ndarray | None = None           # C(t, t) per step ((T+1,) or (T+1, m, m)); None: the diagonal of C
+
+    def C_diag(self) -> np.ndarray:
+        """C(t, t) per step: (T+1,) at m = 1, (T+1, m, m) otherwise."""
+        if self.Ctt is not None:
+            return self.Ctt
+        return np.diag(self.C) if self.C.ndim == 2 else np.einsum("ttjk->tjk", self.C)
 
 
 RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O(N T^2), no inverse)",
@@ -996,11 +1010,16 @@ RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O
              "linear": "closed form for affine activations (no sampling)"}
 
 
-def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTResult:
+def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels: bool = True) -> DMFTResult:
     """Run the DMFT for ``setup``; ``progress(done, total)`` is called once per step.
-    With ``cache``, a result for the identical setup is read from / written to disk."""
+    With ``cache``, a result for the identical setup is read from / written to disk.  ``kernels`` False (the
+    ``sources`` back-end only): the result's two-time C and Cpsi are None, the per-step curves unchanged
+    (a forced trial keeps only those: at m = 4 and 600 steps C and Cpsi are 46 MB each and a tenth of the
+    run's time); such a result is never cached."""
     setup.validate()
-    if cache:
+    if not kernels and setup.response != "sources":
+        raise ThresholdsError("only the 'sources' back-end can skip the two-time kernels")
+    if cache and kernels:
         from . import cache as _cache
         hit = _cache.load("dmft", setup.cache_key(), expect=DMFTResult)
         if hit is not None:
@@ -1019,7 +1038,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False) -> DMFTR
     total = replicas * (setup.steps + 1)
     for r in range(replicas):
         cb = (lambda t, r=r: progress(r * (setup.steps + 1) + t + 1, total)) if progress else None
-        outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb, split))
+        outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb, split,
+                                 kernels))
     rows = _per_replica_outputs(setup, act, outs, Ey, Ey2, split.easy.shape[0])
     (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(mean_se_rows, rows)
     hard = {}
@@ -1048,17 +1068,17 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
     fns = compiled_activation(act, False)
     train = np.array([o.train for o in outs])
     if setup.m == 1:
-        norm2 = np.array([np.diag(o.C) for o in outs])
+        norm2 = np.array([o.C_diag() for o in outs])
         ov = np.array([setup.rho0**2 * o.A * o.A[0] for o in outs])   # <theta^t, theta^0>, A(0) of eq. (7c)
         test = None if rE else np.array([[_test_loss(fns, setup.a, setup.b, q, Ey, Ey2) for q in row]
                                          for row in norm2])
     else:  # per-neuron means of ||theta_j||^2 and <theta_j^t, theta_j^0>
-        diag = [np.einsum("ttjj->tj", o.C) for o in outs]
+        diag = [np.einsum("tjj->tj", o.C_diag()) for o in outs]
         norm2 = np.array([dg.mean(axis=1) for dg in diag])
         ov = np.array([setup.rho0**2 * np.einsum("tjk,jk->t", o.A, o.A[0]) / setup.m for o in outs])
         sig = act.numpy(0)
         a_j, b_j = per_neuron(setup.a, setup.m), per_neuron(setup.b, setup.m)
-        test = None if rE else np.array([[_test_loss_m(sig, a_j, b_j, o.C[t, t], Ey, Ey2)
+        test = None if rE else np.array([[_test_loss_m(sig, a_j, b_j, o.C_diag()[t], Ey, Ey2)
                                           for t in range(setup.steps + 1)] for o in outs])
     signal = np.array([o.signal for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
     easy = np.sum(signal**2, axis=2).mean(axis=2)  # (1/m) sum_j |M_j|^2 per replica and step

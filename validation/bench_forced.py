@@ -88,15 +88,18 @@ def test_forced_width_prediction_cold(benchmark):
     crossing, 3.03 +- 0.09, is also above GD); about 9 s per trial per core with two trials sharing the memory bus.
     The goal is missed by about 3x at m = 4."""
     m = int(os.environ.get("BENCH_M", "2"))
+    pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
     workers = int(os.environ.get("BENCH_WORKERS", "2"))
     with cache.empty():
         t0 = time.time()
         with task_map(workers) as map_trials:
-            pred = predict(problem, [200], start=3.5, log=lambda text: print(text, flush=True), map_trials=map_trials)
+            pred = predict(problem, [200], start=3.5, log=lambda text: print(text, flush=True), map_trials=map_trials,
+                           pilot=pilot)
         cold = time.time() - t0
     benchmark.pedantic(lambda: None, rounds=1)
     (c,) = pred.crossings
-    print(f"\nm = {m}, {workers} worker process(es), empty cache, d = 200: {cold:.0f} s ({len(pred.points)} deltas), "
+    print(f"\nm = {m}, {workers} worker process(es), pilot {pred.pilot}, empty cache, d = 200: {cold:.0f} s "
+          f"({len(pred.points)} deltas, {sum(p.trials for p in pred.points)} trials), "
           + (f"{c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else c.note))
     assert c.found
