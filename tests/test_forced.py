@@ -426,6 +426,8 @@ def test_paired_crossing_of_a_sequential_design():
     c, se = paired_crossing(deltas, ragged, resamples=60)
     c1, se1 = logistic_crossing(deltas, [sum(o) for o in ragged], [10, 40, 40, 10])
     assert c == c1 and se >= se1 and abs(c - 3.2) < 3 * se
+    # rates that fall with delta (a pilot of few trials can show them): a crossing in the gap, not an error
+    assert logistic_crossing([1.0, 2.0], [6, 4], [10, 10]) == (1.5, pytest.approx(1 / math.sqrt(12)))
     # the rates, not the counts, decide whether 1/2 is bracketed: 15/40 lies below it and 6/10 above
     assert logistic_crossing([1.0, 2.0], [15, 6], [40, 10])[0] is not None
     assert logistic_crossing([1.0, 2.0], [15, 4], [40, 10]) == (None, None)
@@ -593,3 +595,23 @@ def test_a_sweep_never_adds_a_trial_in_the_other_precision(tmp_path):
     with pytest.raises(SystemExit, match="--path-dtype float64"):
         main(["-a", "quad", "--eta", "0.05", "--steps", "30", "--dims", "400", "--delta", "5", "--trials", "1",
               "--out", str(tmp_path)])
+
+
+def test_refine_at_and_the_replay_of_records():
+    # eq. (2p)'s refinement step picks the deltas on either side of the crossing that lack trials; the replay of
+    # validation.design_check runs it on a fixed grid: with the pilot equal to the trials it is the fixed design,
+    # with a pilot it refines the pair around the crossing and uses fewer trials
+    from thresholds.crossing import paired_crossing
+    from thresholds.forced import refine_at
+    from validation.design_check import replay
+    assert refine_at([1.0, 2.0, 3.0, 4.0], [10, 10, 10, 10], 2.5, 40) == [1, 2]
+    assert refine_at([1.0, 2.0, 3.0, 4.0], [10, 40, 10, 10], 2.5, 40) == [2]
+    assert refine_at([1.0, 2.0, 3.0, 4.0], [10, 40, 40, 10], 2.5, 40) == []
+    assert refine_at([1.0, 2.0], [10, 10], 0.5, 40) == [0] and refine_at([1.0, 2.0], [10, 10], 2.0, 40) == [1]
+    rng = np.random.default_rng(2)
+    c_k = 3.0 + 0.3 * rng.logistic(size=40)
+    deltas = [2.0, 2.5, 3.0, 3.5, 4.0]
+    out = [[dl > c for c in c_k] for dl in deltas]
+    assert replay(deltas, out, 40, 40) == (*paired_crossing(deltas, out), 200)
+    c, se, used = replay(deltas, out, 40, 10)
+    assert used == 3 * 10 + 2 * 40 and abs(c - 3.0) < 3 * se

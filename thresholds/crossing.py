@@ -108,12 +108,19 @@ def logistic_crossing(deltas, successes, trials):
     # collapse, not the position, and the crossing is only known to lie between the last delta
     # with rate < 1/2 and the next one with rate > 1/2; reported as their midpoint with the
     # standard deviation of a uniform law on that gap
+    # (rates that fall with delta somewhere, possible with few trials per delta, make no rate > 1/2 after the
+    # last one < 1/2: then the gap is the one between the last rate > 1/2 and that last rate < 1/2)
     order = np.argsort(deltas)
-    rate = (k / n)[order]
+    rate, grid = (k / n)[order], deltas[order]
     below = np.flatnonzero(rate < 0.5)
     above = np.flatnonzero(rate > 0.5)
-    lo = deltas[order][below.max()] if below.size else deltas.min()
-    hi = deltas[order][above[above > (below.max() if below.size else -1)].min()] if above.size else deltas.max()
+    last = below.max() if below.size else -1
+    after = above[above > last]
+    if after.size or not below.size:
+        lo = grid[last] if below.size else grid.min()
+        hi = grid[after.min()] if after.size else grid.max()
+    else:
+        lo, hi = grid[above.max()], grid[last]
     return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
 
 

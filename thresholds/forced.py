@@ -142,7 +142,13 @@ at N = 5000 m is within 0.006 of its large-N value at m = 4, 8, 16 (0.837 / 0.73
 (m = 8: 40k paths at r = 180 instead of 80k at r = 320, a trial 2.5x faster, about 31 s on a core; m = 16: 80k at
 r = 285 instead of eq. (4)'s 320k).  The forced trials follow: m = 8, d = 800, delta 3.5, 16 stratified trials, final
 hard fraction 0.480 +- 0.020 (6 of 16 escape) with eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3
-(difference -0.013 +- 0.019 over the same overlaps).  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
+(difference -0.013 +- 0.019 over the same overlaps).  At d = 200 (quad, delta 3 and 3.25, the 20 stratified trials
+of each delta in validation/reports/planted/forced/paths80000, run again with eq. (4b) and eq. (4c): records in
+forced/eq4b) the same direction, larger in the outcomes: final hard fraction -0.028 +- 0.020 (40 pairs), 16 against
+24 escapes, 3 trials escaping with eq. (4b) only and 11 with 80k paths only (exact McNemar p = 0.06).  A trial's
+outcome moves by up to 0.3 between the two settings (its paths and sources change).  The m = 8 crossing with eq.
+(4b), 3.22 +- 0.06 (validation/bench_forced.py), lies above the one with 80k paths at 1e-3, 3.04, and GD's 2.99:
+eq. (4b) may cost about 0.2 in the crossing at d = 200; not settled.  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
 0.003), and the gain is smaller (r = 123 against 200).
 
 Storage precision.  A trial's per-path source arrays are float32 (dmft eq. (6d)):
@@ -379,7 +385,10 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "GD; a candidate, untested as the cause: from a planted start at m = 8 GD's hard part is about 0.01 higher at d "
          "= 800 than at 3200, the forced trials' is not (0.682 +- 0.014 against 0.695 +- 0.004, width sections 8c, "
          "8d). From m = 8 on the default is eq. (4b) (source tolerance 1e-2, 5000 m paths), checked at m = 8, d = 800, "
-         "delta 3.5 only: final hard fraction 0.480 against 0.493 +- 0.020 with 80k paths at 1e-3 (width section 8e). "
+         "delta 3.5: final hard fraction 0.480 against 0.493 +- 0.020 with 80k paths at 1e-3 (width section 8e); at d = "
+         "200 (delta 3, 3.25, 40 paired trials) 16 against 24 escapes (final hard fraction -0.028 +- 0.020), and the "
+         "quad m = 8, d = 200 prediction with it is 3.22 +- 0.06 against GD 2.99 (80k paths at 1e-3: 3.04): eq. (4b) "
+         "may cost about 0.2 there. "
          "m = 16 misses at d = 200: quad 3.30 +- 0.05 against GD 3.15 +- 0.03 (+2.9; 9 of 20 trials escape at delta "
          "3.25 against 31 of 40 GD runs), gelu 5.56 +- 0.16 against 5.33 +- 0.06 (+1.4; 1 / 5 / 8 of 10 at delta 5 / 5.5 / 6); at d = "
          "800 quad 3.62 +- 0.07 against 3.55 +- 0.02 (+0.9, 10 trials at two deltas) and gelu 6.90 +- 0.15 against "
@@ -462,6 +471,14 @@ def pilot_for(trials: int, pilot: int = None) -> int:
     return pilot
 
 
+def refine_at(deltas, sizes, c: float, trials: int) -> list[int]:
+    """Eq. (2p)'s refinement step: the indices, among ``deltas`` (increasing, with ``sizes`` trials run), of the
+    largest delta <= c and the smallest above it that have fewer than ``trials`` trials."""
+    below = [i for i, x in enumerate(deltas) if x <= c]
+    pair = ([below[-1]] if below else []) + ([len(below)] if len(below) < len(deltas) else [])
+    return [i for i in pair if sizes[i] < trials]
+
+
 def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = None,
             cache: bool = True, log=None, run=None, map_trials=None, strata: int = None,
@@ -537,14 +554,12 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
         measure(hi_k + 1, pilot)
         ks, (c, se) = fit()
         for _ in range(len(ks)):   # eq. (2p): full trials at the two deltas around the crossing
-            if c is None or pilot == trials:
+            todo = [] if c is None else refine_at([grid_delta(anchor, factor, k) for k in ks],
+                                                   [len(outcome[k]) for k in ks], c, trials)
+            if not todo:
                 break
-            below = [k for k in ks if grid_delta(anchor, factor, k) <= c]
-            pair = [k for k in (max(below, default=None), min(set(ks) - set(below), default=None)) if k is not None]
-            if all(len(outcome[k]) >= trials for k in pair):
-                break
-            for k in pair:
-                measure(k, trials)
+            for i in todo:
+                measure(ks[i], trials)
             ks, (c, se) = fit()
         deltas = [grid_delta(anchor, factor, k) for k in ks]
         points_all += [ForcedPoint(delta, d, sum(outcome[k]), len(outcome[k])) for delta, k in zip(deltas, ks)]

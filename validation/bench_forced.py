@@ -25,7 +25,11 @@ Measured (validation/reports/planted section 6c):
   projection coefficients, so that such a step reads the past sources once; the signal gradient and the hard
   forcing from one product; outputs equal to 1e-13; a trial at d = 800 0.21 s -> 0.14 s alone on a core): 15 s
   for d = 400, **17 s more for d = 800** (goal 20 s: met), the same crossings (5.821 [5.625, 6.018], 5.922
-  [5.751, 6.094]).
+  [5.751, 6.094]);
+- now (the sequential design of thresholds.forced eq. (2p): 10 trials per delta in the search and at the ends, 40
+  at the two around the crossing; Dask workers without MALLOC_TRIM_THRESHOLD_): 15 s for d = 400 (5.838 [5.642,
+  6.033]), 16 s more for d = 800 (5.700 [5.526, 5.873] against GD 5.63 +- 0.10).  At m = 1 a trial is too short for
+  either change to show: the time is the cluster's start and the deltas' sequence.
 
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.
@@ -86,7 +90,16 @@ def test_forced_width_prediction_cold(benchmark):
     the machine otherwise idle): 926 s from an empty cache, 5 deltas x 40 trials (3.5: 33/40, 3.043: 20/40, 2.647:
     3/40, 2.301: 0/40, 4.025: 40/40), 3.105 [3.046, 3.163] against GD 2.87 +- 0.04 (the committed stratified forced
     crossing, 3.03 +- 0.09, is also above GD); about 9 s per trial per core with two trials sharing the memory bus.
-    The goal is missed by about 3x at m = 4."""
+    The goal is missed by about 3x at m = 4.  That speed was Dask's: its workers ran with MALLOC_TRIM_THRESHOLD_, which
+    fixes glibc's mmap threshold, and every per-step temporary faulted its pages in anew (36x the page faults, 4x the
+    system time of a plain process).  Spawned without it (validation.sweep.worker_environ), on another machine of the
+    same kind: the same 200 trials and crossing in 935 s before, 562 s after (BENCH_PILOT=40, the fixed design).  With
+    the sequential design (thresholds.forced eq. (2p), 10 trials per delta in the search and at the ends, 40 at the two
+    around the crossing): m = 4 in 325 s (110 trials; 3.5: 8/10 then 33/40, 3.043: 5/10 then 20/40, 2.647: 1/10,
+    2.301: 0/10, 4.025: 10/10), 3.084 [3.013, 3.155]; m = 8 (BENCH_M=8, eq. (4b), about 11 s per trial with two at once)
+    in 667 s (100 trials; 3.5: 8/10 then 32/40, 3.043: 2/10 then 12/40, 2.647: 0/10, 4.025: 10/10), 3.222 [3.166,
+    3.279] against GD 2.99 (thresholds.forced, eq. (4b)).  The goal (300 s) is missed by 8% at m = 4 and 2.2x at m = 8.
+    Since then the trials skip the two-time kernels C and Cpsi (dmft ``kernels``), 2-4% of a trial at m = 4."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
