@@ -130,12 +130,12 @@ def test_trial_setup():
 
 
 def test_paths_per_sample():
-    # eq. (4): max(n, 2500 m, 1250 m^2) at source tolerance 1e-3 (m < 8); eq. (4b): max(n, 5000 m) at 1e-2 (m >= 8)
+    # eq. (4): max(n, 2500 m, 1250 m^2) at source tolerance 1e-3 (m < 8); eq. (4b): max(n, 10000 m) at 1e-2 (m >= 8)
     assert paths_for(5.0, 400) == 2500 and paths_for(7.0, 3200) == 22_400 and paths_for(5.0, 400, m=2) == 5_000
-    assert paths_for(5.0, 400, m=4) == 20_000 and paths_for(3.5, 800, m=8) == 40_000
-    assert paths_for(3.5, 800, m=8, source_tol=1e-3) == 80_000 and paths_for(3.5, 800, m=4, source_tol=1e-2) == 20_000
-    assert paths_for(3.5, 800, m=16) == 80_000 and paths_for(3.5, 800, m=8, source_tol=3e-3) == 80_000
-    assert paths_for(20.0, 4000, m=8) == 80_000                # n above 5000 m
+    assert paths_for(5.0, 400, m=4) == 20_000 and paths_for(3.5, 800, m=8) == 80_000
+    assert paths_for(3.5, 800, m=8, source_tol=1e-3) == 80_000 and paths_for(3.5, 800, m=4, source_tol=1e-2) == 40_000
+    assert paths_for(3.5, 800, m=16) == 160_000 and paths_for(3.5, 800, m=8, source_tol=3e-3) == 80_000
+    assert paths_for(25.0, 4000, m=8) == 100_000               # n above 10000 m
     assert [source_tol_for(m) for m in (1, 2, 4, 7, 8, 16)] == [1e-3] * 4 + [1e-2] * 2
     assert paths_for(6.0, 400) == 2500 and paths_for(7.0, 400) == 2800
     assert paths_for(5.0, 400, 4000) == 4000
@@ -147,7 +147,7 @@ def test_paths_per_sample():
     assert trial_setup(problem, 5.0, 400, 0).paths == 2500     # the default is eq. (4) at the problem's m
     assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 0).paths == 11250   # 1250 m^2
     wide = trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=8), 3.5, 800, 0)
-    assert (wide.paths, wide.source_tol) == (40_000, 1e-2)    # eq. (4b)
+    assert (wide.paths, wide.source_tol) == (80_000, 1e-2)    # eq. (4b)
     assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=8), 3.5, 800, 0,
                        source_tol=1e-3).paths == 80_000
     from validation.forced_trials import check_paths

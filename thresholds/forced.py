@@ -135,20 +135,27 @@ quad, delta 3.5, planted 0.1, hard part at step 600 (validation/reports/planted/
 at 1e-3 0.7305, GD 0.729 at d = 3200), m = 8: r = 320 / 180 / 150 / 110 at eps = 1e-3 / 1e-2 / 3e-2 / 1e-1 and,
 once converged in N, the last three are +0.003 / +0.015 / more than +0.03 off.  At 1e-2 the paths needed grow like m, not m^2: the hard part
 at N = 5000 m is within 0.006 of its large-N value at m = 4, 8, 16 (0.837 / 0.733 / 0.667 against 0.842 / 0.734 /
-0.667 at 80k-160k), and 2500 m is not (m = 4: 0.818, m = 8: 0.710, m = 16: 0.648).  So
+0.667 at 80k-160k), and 2500 m is not (m = 4: 0.818, m = 8: 0.710, m = 16: 0.648).  The forced trials, whose
+outcome near the crossing turns on small differences in the growth of the hard part, need more: m = 8, d = 200, quad,
+delta 3 and 3.25, the 20 stratified trials of each delta in validation/reports/planted/forced/paths80000 (80k paths,
+1e-3) run again with 5000 m = 40k paths at 1e-2 (records in forced/eq4b) and with 80k paths at 1e-2 (forced/
+paths80000_tol1e-2), float32 (eq. (4c)):
 
-    m >= WIDE_FROM = 8:   eps = WIDE_SOURCE_TOL = 1e-2,   N = max(n, PATHS_PER_NEURON_WIDE m),   5000 m       (4b)
+    | paths, tolerance | escapes of 40 | final hard fraction minus 80k, 1e-3 | trials escaping in one run only |
+    | 80k, 1e-3        | 24            | -                                   | -                               |
+    | 80k, 1e-2        | 24            | +0.013 +- 0.006                     | 1 and 1                         |
+    | 40k, 1e-2        | 16            | -0.028 +- 0.020                     | 3 (40k) and 11 (80k)            |
 
-(m = 8: 40k paths at r = 180 instead of 80k at r = 320, a trial 2.5x faster, about 31 s on a core; m = 16: 80k at
-r = 285 instead of eq. (4)'s 320k).  The forced trials follow: m = 8, d = 800, delta 3.5, 16 stratified trials, final
-hard fraction 0.480 +- 0.020 (6 of 16 escape) with eq. (4b) against 0.493 +- 0.020 (7 of 16) with 80k paths at 1e-3
-(difference -0.013 +- 0.019 over the same overlaps).  At d = 200 (quad, delta 3 and 3.25, the 20 stratified trials
-of each delta in validation/reports/planted/forced/paths80000, run again with eq. (4b) and eq. (4c): records in
-forced/eq4b) the same direction, larger in the outcomes: final hard fraction -0.028 +- 0.020 (40 pairs), 16 against
-24 escapes, 3 trials escaping with eq. (4b) only and 11 with 80k paths only (exact McNemar p = 0.06).  A trial's
-outcome moves by up to 0.3 between the two settings (its paths and sources change).  The m = 8 crossing with eq.
-(4b), 3.22 +- 0.06 (validation/bench_forced.py), lies above the one with 80k paths at 1e-3, 3.04, and GD's 2.99:
-eq. (4b) may cost about 0.2 in the crossing at d = 200; not settled.  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
+The tolerance changes nothing there; halving the paths does (40k against 80k at 1e-2: +0.041 +- 0.018 in favour
+of 80k, 11 trials against 3, exact McNemar p = 0.06), and a prediction with 40k paths gave 3.22 +- 0.06
+(validation/bench_forced.py) against 3.04 with 80k at 1e-3 and GD's 2.99.  (At d = 800, delta 3.5, 16 trials:
+40k at 1e-2 -0.013 +- 0.019 against 80k at 1e-3, the same direction.)  So
+
+    m >= WIDE_FROM = 8:   eps = WIDE_SOURCE_TOL = 1e-2,   N = max(n, PATHS_PER_NEURON_WIDE m),   10000 m      (4b)
+
+(m = 8: 80k paths at r = 180 instead of r = 320, about 23 s per trial with two at once on the two cores; m = 16:
+160k instead of eq. (4)'s 320k).  Records made with 5000 m paths (forced/eq4b, the m = 16 crossings of width
+section 9) say so in their ``paths``.  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
 0.003), and the gain is smaller (r = 123 against 200).
 
 Storage precision.  A trial's per-path source arrays are float32 (dmft eq. (6d)):
@@ -157,7 +164,7 @@ Storage precision.  A trial's per-path source arrays are float32 (dmft eq. (6d))
 
 A trial is memory-bound on those arrays, and single precision halves the bytes: the same trial at d = 200, 600
 steps, float64 against float32, back to back on a loaded machine, is 1.51x faster at m = 2 (5000 paths), 1.69x at
-m = 4 (20k) and 1.47x at m = 8 (eq. (4b), 40k), with the hard fraction within 6e-6 / 3.2e-4 / 1.1e-4 of the float64
+m = 4 (20k) and 1.47x at m = 8 (40k paths at 1e-2), with the hard fraction within 6e-6 / 3.2e-4 / 1.1e-4 of the float64
 run at every step (a trial's spread over data sets is about 0.1).  Over 20 paired trials (m = 4, delta 3.043, d = 200,
 strata 40) the final hard fraction differs by at most 0.006 (mean +0.0006: a source that opens in one precision and
 not the other changes the draw), and the same 6 of 20 escape.  Records made before (4c) are float64; a
@@ -178,7 +185,7 @@ from .problem import Problem
 
 PATHS_PER_NEURON = 2500       # eq. (4): paths per trial max(n, PATHS_PER_NEURON m, PATHS_PER_NEURON_PAIR m^2)
 PATHS_PER_NEURON_PAIR = 1250
-PATHS_PER_NEURON_WIDE = 5000   # eq. (4b): paths per trial max(n, PATHS_PER_NEURON_WIDE m) at WIDE_SOURCE_TOL
+PATHS_PER_NEURON_WIDE = 10000   # eq. (4b): paths per trial max(n, PATHS_PER_NEURON_WIDE m) at WIDE_SOURCE_TOL
 SOURCE_TOL = 1e-3   # the truncated source basis (dmft eq. (6b)): no finite-paths bias at long horizons
 WIDE_SOURCE_TOL = 1e-2   # eq. (4b): the source basis of trials at width m >= WIDE_FROM
 WIDE_FROM = 8
@@ -384,11 +391,9 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "At d = 800 7 of 8 checked points lie above "
          "GD; a candidate, untested as the cause: from a planted start at m = 8 GD's hard part is about 0.01 higher at d "
          "= 800 than at 3200, the forced trials' is not (0.682 +- 0.014 against 0.695 +- 0.004, width sections 8c, "
-         "8d). From m = 8 on the default is eq. (4b) (source tolerance 1e-2, 5000 m paths), checked at m = 8, d = 800, "
-         "delta 3.5: final hard fraction 0.480 against 0.493 +- 0.020 with 80k paths at 1e-3 (width section 8e); at d = "
-         "200 (delta 3, 3.25, 40 paired trials) 16 against 24 escapes (final hard fraction -0.028 +- 0.020), and the "
-         "quad m = 8, d = 200 prediction with it is 3.22 +- 0.06 against GD 2.99 (80k paths at 1e-3: 3.04): eq. (4b) "
-         "may cost about 0.2 there. "
+         "8d). From m = 8 on the default is eq. (4b) (source tolerance 1e-2, 10000 m paths): at m = 8, d = 200 (delta 3, "
+         "3.25, 40 paired trials) 80k paths at 1e-2 give the escapes of 80k at 1e-3 (24 and 24), 5000 m = 40k paths "
+         "fewer (16; a prediction with them 3.22 +- 0.06 against GD 2.99, 80k at 1e-3 3.04). "
          "m = 16 misses at d = 200: quad 3.30 +- 0.05 against GD 3.15 +- 0.03 (+2.9; 9 of 20 trials escape at delta "
          "3.25 against 31 of 40 GD runs), gelu 5.56 +- 0.16 against 5.33 +- 0.06 (+1.4; 1 / 5 / 8 of 10 at delta 5 / 5.5 / 6); at d = "
          "800 quad 3.62 +- 0.07 against 3.55 +- 0.02 (+0.9, 10 trials at two deltas) and gelu 6.90 +- 0.15 against "

@@ -81,7 +81,7 @@ def test_forced_width_prediction_cold(benchmark):
     measured at m = 4 and 8: a trial's cost is O(N r T) with r, the sources opened, growing with m and N = max(n,
     2500 m, 1250 m^2) paths (eq. (4); single trials on a core: about 13 s at m = 4 and 20000 paths, 78 s at m = 8 and
     80000), so 160 trials on two cores take roughly 17 minutes and 1.7 hours there.  With eq. (4b) (m >= 8: source
-    tolerance 1e-2, 5000 m paths) an m = 8 trial is 2.5x faster (97 s against 244 s back to back on a loaded
+    tolerance 1e-2, then 5000 m paths) an m = 8 trial is 2.5x faster (97 s against 244 s back to back on a loaded
     machine), about 40 minutes per prediction; m = 16 (80k paths, r about 290 sources): 410 s per trial with six jobs
     sharing the two cores.  The compact whitening (dmft eq. (6b), residuals only for the columns that can open a
     source) makes a trial 1.45x (m = 4) to 1.7x (m = 8) faster: an m = 8 prediction estimated at 24 minutes, about
@@ -96,9 +96,11 @@ def test_forced_width_prediction_cold(benchmark):
     same kind: the same 200 trials and crossing in 935 s before, 562 s after (BENCH_PILOT=40, the fixed design).  With
     the sequential design (thresholds.forced eq. (2p), 10 trials per delta in the search and at the ends, 40 at the two
     around the crossing): m = 4 in 325 s (110 trials; 3.5: 8/10 then 33/40, 3.043: 5/10 then 20/40, 2.647: 1/10,
-    2.301: 0/10, 4.025: 10/10), 3.084 [3.013, 3.155]; m = 8 (BENCH_M=8, eq. (4b), about 11 s per trial with two at once)
+    2.301: 0/10, 4.025: 10/10), 3.084 [3.013, 3.155]; m = 8 (BENCH_M=8, 40k paths at 1e-2, eq. (4b) then, about 11 s per trial with two at once)
     in 667 s (100 trials; 3.5: 8/10 then 32/40, 3.043: 2/10 then 12/40, 2.647: 0/10, 4.025: 10/10), 3.222 [3.166,
-    3.279] against GD 2.99 (thresholds.forced, eq. (4b)).  The goal (300 s) is missed by 8% at m = 4 and 2.2x at m = 8.
+    3.279] against GD 2.99.  The goal (300 s) is missed by 8% at m = 4 and 2.2x at m = 8.  That m = 8 crossing lies
+    above the one with 80k paths, 3.04, and eq. (4b) is now 10000 m paths at 1e-2 (80k at m = 8, about 23 s per trial
+    with two at once): an m = 8 prediction takes about twice as long again, roughly 20 minutes.
     Since then the trials skip the two-time kernels C and Cpsi (dmft ``kernels``), 2-4% of a trial at m = 4."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default

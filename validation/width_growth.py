@@ -16,7 +16,7 @@ the same hard part q^2 from neurons as unequal as the forcing makes them (record
   each d of ``--dims``, several data sets;
 * the forced trial at each of these d (thresholds.forced eq. (1m) from eq. (1): the planted DMFT with the hard
   forcing of n = delta d samples), several forcing and path seeds, at the forced trials' source tolerance and
-  paths (thresholds.forced eq. (4b): 1e-2 and 5000 m paths from m = 8 on; ``--forced-tol`` another);
+  paths (thresholds.forced eq. (4b): 1e-2 and 10000 m paths from m = 8 on; ``--forced-tol`` another);
 * the planted DMFT without forcing (d = inf), at the paths and source tolerances of ``--dmft``.
 
 Per step: the bulk (1/m) sum_j (||theta_j||^2 - M_H,j^2) and the hard part (1/m) sum_j M_H,j^2, mean +- s.e.
