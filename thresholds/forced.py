@@ -155,7 +155,9 @@ of 80k, 11 trials against 3, exact McNemar p = 0.06), and a prediction with 40k 
 
 (m = 8: 80k paths at r = 180 instead of r = 320, about 23 s per trial with two at once on the two cores; m = 16:
 160k instead of eq. (4)'s 320k).  Records made with 5000 m paths (forced/eq4b, the m = 16 crossings of width
-section 9) say so in their ``paths``.  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
+section 9) say so in their ``paths``.  At m = 16 (quad, d = 200, delta 3.25, 10 paired trials) 160k paths change the
+final hard fraction by +0.003 +- 0.022 against 80k (4 against 2 escapes; width section 8f): the m = 16 miss is not
+the path count.  m = 4 keeps eq. (4) at 1e-3: there eps = 1e-2 is +0.005 +- 0.002 off at 80k paths (m = 8: +0.003 +-
 0.003), and the gain is smaller (r = 123 against 200).
 
 Storage precision.  A trial's per-path source arrays are float32 (dmft eq. (6d)):
