@@ -976,6 +976,7 @@ def _finite_d_options(dims_help: str):
                          "step; the success rate per delta, its logistic crossing and standard error; its runs use the "
                          "truncated source basis 1e-3 whatever --finite-source-tol says)."),
             click.option("--finite-trials", default=40, show_default=True, type=click.IntRange(4, 10_000),
+                         is_eager=True,   # parsed before --finite-pilot, whose callback compares the two
                          help="With --finite-method forced: trials per delta (each one DMFT run, cached; their "
                          "initial overlaps stratified over the trials, thresholds.forced eq. (2s)); the deltas "
                          "of the search get --finite-pilot of them, the two around the crossing all."),
@@ -989,7 +990,7 @@ def _finite_d_options(dims_help: str):
 
 
 def _pilot_callback(ctx, param, value):
-    """--finite-pilot: at most --finite-trials (declared before it, so already parsed)."""
+    """--finite-pilot: at most --finite-trials (an eager option, so already parsed)."""
     trials = ctx.params.get("finite_trials", 40)
     if value is not None and value > trials:
         raise click.BadParameter(f"{value} is more than --finite-trials {trials}", ctx, param)

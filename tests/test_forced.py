@@ -365,9 +365,9 @@ def test_nn_dims_forced_cli(tmp_path):
     assert (row["low"] < row["value"] < row["high"]) if row["found"] else row["note"]
     bad = CliRunner().invoke(main, ["nn"] + base + ["--sphere", "--dims", "20", "--finite-method", "forced"], env=env)
     assert bad.exit_code == 2 and "sphere" in bad.output and "Traceback" not in bad.output, bad.output
-    bad = CliRunner().invoke(main, ["nn"] + base + ["--dims", "20", "--finite-method", "forced", "--finite-trials", "8",
-                                                    "--finite-pilot", "9"], env=env)
-    assert bad.exit_code == 2 and "more than --finite-trials 8" in bad.output and "Traceback" not in bad.output
+    for order in (["--finite-trials", "8", "--finite-pilot", "9"], ["--finite-pilot", "9", "--finite-trials", "8"]):
+        bad = CliRunner().invoke(main, ["nn"] + base + ["--dims", "20", "--finite-method", "forced"] + order, env=env)
+        assert bad.exit_code == 2 and "more than --finite-trials 8" in bad.output and "Traceback" not in bad.output
 
 
 def test_growth_summary_reads_the_threshold_of_gd_runs():

@@ -1014,8 +1014,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
     """Run the DMFT for ``setup``; ``progress(done, total)`` is called once per step.
     With ``cache``, a result for the identical setup is read from / written to disk.  ``kernels`` False (the
     ``sources`` back-end only): the result's two-time C and Cpsi are None, the per-step curves unchanged
-    (a forced trial keeps only those: at m = 4 and 600 steps C and Cpsi are 46 MB each and a tenth of the
-    run's time); such a result is never cached."""
+    (a forced trial keeps only those: at m = 4 and 600 steps C and Cpsi are 46 MB each, and forming them 2-4%
+    of the run's time); such a result is never cached."""
     setup.validate()
     if not kernels and setup.response != "sources":
         raise ThresholdsError("only the 'sources' back-end can skip the two-time kernels")
