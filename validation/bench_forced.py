@@ -102,7 +102,9 @@ def test_forced_width_prediction_cold(benchmark):
     above the one with 80k paths, 3.04, and eq. (4b) is now 10000 m paths at 1e-2 (80k at m = 8, about 23 s per trial
     with two at once): measured, 1236 s (100 trials; 3.5: 8/10 then 37/40, 3.043: 2/10 then 15/40, 2.647: 0/10, 4.025:
     10/10), 3.125 [3.069, 3.182] against GD 2.99 +- 0.02 (+2.2 combined s.e.; 40k paths gave +3.3), 4.1x the goal.
-    Since then the trials skip the two-time kernels C and Cpsi (dmft ``kernels``), 2-4% of a trial at m = 4."""
+    Since then the trials skip the two-time kernels C and Cpsi (dmft ``kernels``; 2-4% of one m = 4 trial alone on a
+    core): m = 4 in **266 s** (the same 110 trials and crossing, 3.084 [3.013, 3.155]; goal met), more than those
+    2-4% explain: two workers no longer allocate 2 x 46 MB per trial, and part may be the machine's variance."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
