@@ -768,6 +768,12 @@ def _grow_source_rows(setup, t, arrays, need):
     return grown
 
 
+def _C_equal_times(A, Bt, rho0, delta):
+    """C(t, t) of eq. (5) on the sources, rho0^2 A(t) A(t)^T + Bt(t) Bt(t)^T / delta: (m, m) for one step's A (m, m)
+    and Bt (m, r), (T + 1, m, m) for the stacked arrays."""
+    return rho0**2 * A @ np.swapaxes(A, -1, -2) + Bt @ np.swapaxes(Bt, -1, -2) / delta
+
+
 def _sources_covariances(A, Bt, Lpsi, rho0, delta):
     """C (eq. (5) on the sources) and Cpsi of a finished ``sources`` run, each one product over the stored rows:
     C(t, s)_jk = rho0^2 A(t)_j . A(s)_k + Bt(t)_j . Bt(s)_k / delta and Cpsi(t, s)_jk = Lpsi(t m + j) . Lpsi(s m + k)
@@ -847,8 +853,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         kernel(u, y, a_j, b_j, psi, loss)
         train[t] = float(omega @ loss)
         if rE and setup.population_risk:
-            Ctt = rho0**2 * A[t] @ A[t].T + Bt_t @ Bt_t.T / delta   # C(t, t), eq. (5)
-            test[t] = _test_loss_signal(sig, a_j, b_j, gE @ Msig[t], y, omega, Ctt, Ey2, test_rng)
+            test[t] = _test_loss_signal(sig, a_j, b_j, gE @ Msig[t], y, omega, _C_equal_times(A[t], Bt_t, rho0, delta),
+                                        Ey2, test_rng)
         if progress is not None:
             progress(t)
         if t in snaps:
@@ -869,7 +875,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
     if kernels:
         C, Cpsi = _sources_covariances(A, Bt[:, :, :r], Lpsi[:, :r], rho0, delta)
     else:   # C(t, t) of eq. (5) alone
-        Ctt = rho0**2 * np.einsum("tjk,tlk->tjl", A, A) + np.einsum("tjk,tlk->tjl", Bt[:, :, :r], Bt[:, :, :r]) / delta
+        Ctt = _C_equal_times(A, Bt[:, :, :r], rho0, delta)
     if M == 1:
         A, u, w = A[:, 0, 0], u[:, 0], w[:, 0]
         C, Cpsi, Ctt = (C[:, :, 0, 0], Cpsi[:, :, 0, 0], None) if kernels else (None, None, Ctt[:, 0, 0])
@@ -1078,8 +1084,8 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
         ov = np.array([setup.rho0**2 * np.einsum("tjk,jk->t", o.A, o.A[0]) / setup.m for o in outs])
         sig = act.numpy(0)
         a_j, b_j = per_neuron(setup.a, setup.m), per_neuron(setup.b, setup.m)
-        test = None if rE else np.array([[_test_loss_m(sig, a_j, b_j, o.C_diag()[t], Ey, Ey2)
-                                          for t in range(setup.steps + 1)] for o in outs])
+        test = None if rE else np.array([[_test_loss_m(sig, a_j, b_j, ctt, Ey, Ey2) for ctt in o.C_diag()]
+                                         for o in outs])
     signal = np.array([o.signal for o in outs]) if rE else np.zeros((len(outs), setup.steps + 1, 0, setup.m))
     easy = np.sum(signal**2, axis=2).mean(axis=2)  # (1/m) sum_j |M_j|^2 per replica and step
     if rE:  # ||theta_j||^2 = C_perp + |M_j|^2; population risk from the replica's own paths
