@@ -476,7 +476,7 @@ def pilot_for(trials: int, pilot: int = None) -> int:
     """Trials per delta of eq. (2p)'s search: ``pilot`` when given (4 <= pilot <= trials), else
     max(4, PILOT_FRACTION trials)."""
     if pilot is None:
-        return max(4, min(int(trials), int(round(PILOT_FRACTION * trials))))
+        return max(4, int(round(PILOT_FRACTION * trials)))   # <= trials: PILOT_FRACTION < 1, trials >= 4
     if not (isinstance(pilot, int) and 4 <= pilot <= trials):
         raise ThresholdsError(f"the pilot of a forced prediction needs 4 to {trials} trials per delta, got {pilot!r}")
     return pilot
