@@ -748,6 +748,9 @@ def _nn_setup_options(func):
                      help="--law dmft: relative innovation variance below which a psi column opens no new source "
                      "(dmft eq. (6b)); default 1e-3, which removes the law's finite-paths bias at long horizons "
                      "(0: every column, the plain scheme)."),
+        click.option("--own-term/--no-own-term", default=None,
+                     help="--law dmft: subtract each path's own term of the response sums from its field (dmft eq. "
+                     "(6e), the first-order removal of the finite-paths self-interaction)."),
         click.option("--edge-d", default=None, type=click.IntRange(0, 10**9),
                      help="--law dmft: cut the law of G from below at the extreme of the n = delta * EDGE_D samples "
                      "of a data set at d = EDGE_D (thresholds/hessian.py eq. (5)); default --law-d; 0: the paths' "
@@ -773,7 +776,7 @@ def _nn_setup(activation, link, kw):
                       sphere=kw["sphere"])
     if kw["paths"] is not None and 0 < kw["paths"] < 16:
         raise ThresholdsError(f"--paths must be 0 (auto) or at least 16, got {kw['paths']}")
-    given = {k: kw[k] for k in ("paths", "source_tol", "edge_d") if kw[k] is not None}   # else the law's defaults
+    given = {k: kw[k] for k in ("paths", "source_tol", "edge_d", "own_term") if kw[k] is not None}  # else the law's defaults
     return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
                                 law_dtype=kw["law_dtype"], replicas=kw["replicas"], seed=kw["seed"],
                                 search_max=kw["search_max"], rtol=kw["rtol"], **given)
@@ -786,6 +789,7 @@ def _setup_line(setup) -> str:
             + f"{setup.loss} loss, horizon {setup.steps} steps (t = {setup.steps * setup.eta:g}), "
             + (f"{setup.paths or 'auto'} DMFT paths in {setup.replicas} replicas"
                + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "")
+               + (", own terms subtracted" if setup.own_term else "")
                + (f", left tail of G at n = delta * {setup.edge_d} samples" if setup.edge_d else "")
                if setup.law == "dmft" else
                f"law from finite-d GD at d = {setup.law_d} ({setup.law_dtype}), {setup.replicas} seeds")

@@ -266,6 +266,7 @@ def test_error_messages_are_plain_short_text():
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "{tmp}/no/such/folder.png"), "cannot write", 2),
     (("table", "--activations", ""), "at least one name", 2),
     (("nn", "-a", "quad", "--edge-d", "1000"), "edge_d applies to the DMFT law", 2),
+    (("nn", "-a", "quad", "--own-term"), "own_term applies to the DMFT law", 2),
 ])
 def test_bad_option_values_are_one_line_errors(args, fragment, code, tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))

@@ -339,3 +339,17 @@ def test_python_dmft_law_takes_the_cli_defaults():
     assert (given.paths, given.source_tol, given.edge_d) == (4000, 0.0, 0)
     gd = NNSetup.from_problem(problem)
     assert (gd.law, gd.paths, gd.source_tol, gd.edge_d) == ("gd", NNSetup.paths, 0.0, 0)
+
+
+def test_own_term_reaches_the_dmft_and_the_cache_key_only_when_set():
+    """NNSetup.own_term (dmft eq. (6e)) goes into the DMFT setup of the DMFT law and into the cache key when True;
+    results without it keep their keys; the GD law refuses it."""
+    from thresholds.nn import NNSetup
+    from thresholds.store import setup_fields
+
+    on = NNSetup("quad", law="dmft", paths=4000, source_tol=1e-3, own_term=True)
+    off = NNSetup("quad", law="dmft", paths=4000, source_tol=1e-3)
+    assert on.dmft(3.0).own_term and not off.dmft(3.0).own_term
+    assert setup_fields(on)["own_term"] is True and "own_term" not in setup_fields(off)
+    with pytest.raises(ThresholdsError, match="own_term applies to the DMFT law"):
+        NNSetup("quad", own_term=True).validate()

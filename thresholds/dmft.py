@@ -78,6 +78,25 @@ Responses (the cost driver), chosen by ``response``:
   1250 paths against 0.063 +- 0.001 with 5000).  So the paths a width-m run needs grow with m
   (thresholds.forced eq. (4)), and a lower-variance estimate of the response sums, not a leave-one-out
   subtraction, is what would remove that bias.
+  Own-term subtraction (``own_term``)                                                                        (6e).
+  The self-interaction of eq. (6b), to first order.  The weight recursion (4) carries an injection eta X into
+  row s + 1 to row t as B(t, s) X (B(s + 1, s) = eta, then the homogeneous recursion).  Path p's own terms in the
+  response sums of step s, sqrt(delta) omega_p psi_p^s eps_pJ for every source J in them and
+  omega_p psi_p^s nu_p^T / rho0 for A, so sit in Bt(t, J) and A(t) as B(t, s) times them, and they return to the
+  same path through w_p = rho0 A nu_p + sum_J Bt(., J) eps_pJ / sqrt(delta) with the weights eps_pJ^2 and |nu_p|^2:
+      u_p^t  contains  omega_p sum_{s<t} B(t, s) c_p(s) psi_p^s,   c_p(s) = |nu_p|^2 + sum_{J in the sums of s} eps_pJ^2,
+  next to the true memory term (1/delta) sum_s B(t, s) psi_p^s (the cross terms eps_pJ eps_qJ of other paths have
+  mean 0: they are the response noise of eq. (6c)).  With ``own_term`` every field loses this term with c_p(s)
+  taken at its last value c_p(t - 1):  omega_p c_p(t - 1) sum_J Bt(t, J) psit_pJ, i.e. delta omega_p c_p times the
+  path's own memory term, one more product over the paths per step; the response sums are then taken on the
+  corrected paths.  (Subtracting eta sum_s omega_p c_p psi_p^s, the injection without its propagation B, was tried
+  before and diverged: validation/reports/planted/width 8c.)  Left over: (i) terms of order (delta omega c)^2;
+  (ii) the sources opened between s and t, which c_p(t - 1) counts and c_p(s) does not, so the subtraction is exact
+  only once the basis stops growing and over-corrects while it grows; (iii) the response noise of eq. (6c), which
+  this leaves alone.  So it needs delta r / N small: with every source (quad, delta 16, 200 steps, delta r / N about
+  0.3 at 4 x 12000 paths) ||theta||^2 moves by 1.8 s.e. from 4000 to 12000 paths against 6.3 without, but the train
+  loss overshoots GD's (0.99 against 0.92; 0.84 without).  Its use is the truncated basis at small tolerances,
+  whose tail needs both more sources and no self-interaction (validation/reports/dmft_paths, "own term").
   Storage precision (``path_dtype``, truncated basis only)                                                   (6d).
   The per-path source arrays (eps, the whitened psi paths and their combination for u; rows = sources) are
   read in full at every step by three products over the paths, which are memory-bound at small m.  With
@@ -237,6 +256,7 @@ class DMFTSetup:
     initial_gram: tuple = ()  # ``sources``: the m x m Gram of theta_perp^0 / rho0 (row-major); (): the identity
     response_noise: float = 0.0  # ``sources``: add k times the Monte Carlo variance of the response sums (eq. (6c))
     path_dtype: str = "float64"  # ``sources``: storage of the per-path source arrays (eq. (6d)): "float64" or "float32"
+    own_term: bool = False  # ``sources``: subtract each path's own term of the response sums from its field (eq. (6e))
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -265,6 +285,8 @@ class DMFTSetup:
             del key["response_noise"]
         if self.path_dtype == "float64":
             del key["path_dtype"]
+        if not self.own_term:
+            del key["own_term"]
         return key
 
     def validate(self):
@@ -322,6 +344,11 @@ class DMFTSetup:
                                   "source_tol > 0: dmft eq. (6d))")
         if self.response_noise and self.response != "sources":
             raise UnsupportedError("response noise (eq. (6c)) applies to the 'sources' back-end")
+        if not isinstance(self.own_term, bool):
+            raise ThresholdsError(f"own_term must be True or False, got {self.own_term!r}")
+        if self.own_term and (self.response != "sources" or self.sphere):
+            raise UnsupportedError("the own-term subtraction (eq. (6e)) applies to the 'sources' back-end without "
+                                   "spherical GD")
         if self.forcing_n and not self.planted:
             raise UnsupportedError("the finite-n hard forcing (eq. (7b)) acts on a planted run's hard overlap")
         if self.m > 1 and self.response != "sources":
@@ -660,6 +687,30 @@ def _response_noise(setup, wpsi, omega, nu, eps, RA, RB, rng):
     return RA, (noisy(RB, eps.T, math.sqrt(setup.delta)) if eps.shape[0] else RB)
 
 
+class _OwnTerm:
+    """Eq. (6e): each path's own term in the response sums of the sources, subtracted from its field.
+
+    ``c`` holds c_p = |nu_p|^2 + sum_J eps_pJ^2 over the sources the response sums of the last step held; the
+    field of step t + 1 loses omega_p c_p sum_J Bt(t + 1, J) psit_pJ (delta omega_p c_p times the path's memory
+    term)."""
+
+    def __init__(self, nu, omega, rho0):
+        self.omega, self.rows = omega, 0
+        self.c = np.einsum("pk,pk->p", nu, nu) if rho0 > 0 else np.zeros(nu.shape[0])  # rho0 = 0: no A sums
+
+    def subtract(self, u, Bt_t, psit):
+        """u minus the own terms (in place)."""
+        if psit.shape[0]:
+            u -= (self.omega * self.c)[:, None] * (Bt_t.astype(psit.dtype, copy=False) @ psit).T
+
+    def record(self, eps):
+        """After the field of a step: the sources 0..r - 1 (``eps``) enter this step's response sums."""
+        if eps.shape[0] > self.rows:
+            new = eps[self.rows:]
+            self.c += np.einsum("jp,jp->p", new, new, dtype=float)
+            self.rows = eps.shape[0]
+
+
 def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
     """Spherical GD (module docstring): rescale the coefficients of step t + 1 so that every
     ||theta_j||^2 = rho0^2 |A_j|^2 + |Bt_j|^2 / delta + |M_j|^2 equals rho0^2."""
@@ -833,6 +884,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
     compact = setup.source_tol > 0  # eq. (6b): only the columns above the tolerance open a source
     floor = setup.source_tol if compact else INNOVATION_FLOOR
     r = 0  # source rows in use: every column's (t m) or, compact, the opened ones
+    if setup.own_term:  # eq. (6e)
+        own = _OwnTerm(nu, omega, rho0)
     for t in range(T + 1):
         P = t * M
         if setup.planted and t <= setup.planted_step:  # eq. (7): M_H = 0 (its d = inf value), then the planted start
@@ -845,6 +898,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         Bt_t = Bt[t, :, :r]
         # eq. (1): the Gaussian part on the sources plus the memory term on the whitened psi paths
         u = rho0 * nu @ A[t].T + (Bt_t.astype(dt, copy=False) @ both[:r]).T
+        if setup.own_term:
+            own.subtract(u, Bt_t, PsitT[:r])
         if rE:
             u += gE * Msig[t, 0] if rE == 1 else gE @ Msig[t]   # (n, 1) @ (1, m) by broadcasting: faster
         # ||theta||^2: tr C(t, t) of eq. (5) plus the signal overlaps (C itself is formed after the loop)
@@ -863,6 +918,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
             w = rho0 * nu @ A[t].T + (Bt_t.astype(dt, copy=False) @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
             break
         wpsi = omega[:, None] * psi
+        if setup.own_term:
+            own.record(epsT[:r])
         if r + M > epsT.shape[0]:   # eq. (6b): room for the m sources this step may open
             epsT, PsitT, both = _grow_source_rows(setup, t, (epsT, PsitT, both), r + M)
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)

@@ -63,6 +63,7 @@ class NNSetup(Problem):
     replicas: int = 3
     source_tol: float = 0.0  # "dmft" law: thresholds.dmft eq. (6b) (0: every psi column opens a source)
     edge_d: int = 0          # "dmft" law: G's tail cut at the extreme of n = delta edge_d samples (0: the paths')
+    own_term: bool = False   # "dmft" law: each path's own term of the response sums subtracted (thresholds.dmft eq. (6e))
     seed: int = 0
     search_min: float = 0.0
     search_max: float = 64.0
@@ -73,6 +74,7 @@ class NNSetup(Problem):
         state.setdefault("mean_field", False)
         state.setdefault("source_tol", 0.0)
         state.setdefault("edge_d", 0)
+        state.setdefault("own_term", False)
         self.__dict__.update(state)
 
     @property
@@ -110,7 +112,8 @@ class NNSetup(Problem):
         """The DMFT (and Hessian) setup of this problem at ``delta``."""
         return DMFTSetup.from_problem(replace(self.problem, steps=int(self.steps)), delta, paths=self.paths_at(delta),
                                       replicas=self.replicas, seed=self.seed,
-                                      source_tol=self.source_tol if self.law == "dmft" else 0.0)
+                                      source_tol=self.source_tol if self.law == "dmft" else 0.0,
+                                      own_term=self.own_term and self.law == "dmft")
 
     def validate(self):
         self.dmft(1.0).validate()
@@ -123,6 +126,8 @@ class NNSetup(Problem):
             raise ThresholdsError(f"law must be 'dmft' or 'gd', got {self.law!r}")
         if self.source_tol and self.law != "dmft":
             raise ThresholdsError("source_tol applies to the DMFT law (law = 'dmft')")
+        if self.own_term and self.law != "dmft":
+            raise ThresholdsError("own_term applies to the DMFT law (law = 'dmft')")
         if self.edge_d and self.law != "dmft":
             raise ThresholdsError("edge_d applies to the DMFT law (law = 'dmft'); the GD law's left tail is that "
                                   "of its own n = delta law_d samples")

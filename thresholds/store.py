@@ -33,8 +33,8 @@ RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
 
 def setup_fields(setup: NNSetup) -> dict:
     """The setup as a cache key: every field, except ``law_dtype`` when it is float64 (results computed
-    before the field existed were float64 and keep their keys), and ``mean_field``, ``source_tol`` and
-    ``edge_d`` at their defaults (likewise)."""
+    before the field existed were float64 and keep their keys), and ``mean_field``, ``source_tol``,
+    ``edge_d`` and ``own_term`` at their defaults (likewise)."""
     out = asdict(setup)
     if out["law_dtype"] == "float64":
         del out["law_dtype"]
@@ -44,6 +44,8 @@ def setup_fields(setup: NNSetup) -> dict:
         del out["source_tol"]
     if not out.get("edge_d"):
         del out["edge_d"]
+    if not out.get("own_term"):
+        out.pop("own_term", None)
     return out
 
 

@@ -47,10 +47,12 @@ def case_setup(case: str, **numerics) -> DMFTSetup:
     return DMFTSetup(**CASES[case], **numerics)
 
 
-def dmft_line(case: str, n: int, replicas: int, response: str = "sources", source_tol: float = 0.0) -> dict:
-    """One DMFT run with ``replicas`` x ``n`` paths (``source_tol``: thresholds.dmft eq. (6b)): the
-    quantities at T/2 and T, per replica."""
-    setup = case_setup(case, paths=n * replicas, replicas=replicas, seed=0, response=response, source_tol=source_tol)
+def dmft_line(case: str, n: int, replicas: int, response: str = "sources", source_tol: float = 0.0,
+              own_term: bool = False) -> dict:
+    """One DMFT run with ``replicas`` x ``n`` paths (``source_tol``: thresholds.dmft eq. (6b); ``own_term``: eq.
+    (6e)): the quantities at T/2 and T, per replica."""
+    setup = case_setup(case, paths=n * replicas, replicas=replicas, seed=0, response=response, source_tol=source_tol,
+                       own_term=own_term)
     start = time.time()
     res = solve_dmft(setup, cache=True)
     T = setup.steps
@@ -59,6 +61,8 @@ def dmft_line(case: str, n: int, replicas: int, response: str = "sources", sourc
     spectra = spectra_of_law(setup, FirstPhaseLaw({s: law.steps[s] for s in (half, T)}), outliers="none")
     line = {"kind": "dmft", "response": response, "source_tol": source_tol, "n": n, "replicas": replicas,
             "steps": [half, T], "seconds": time.time() - start, "notes": res.notes}
+    if own_term:
+        line["own_term"] = True
     for name, s in (("half", half), ("final", T)):
         sp = spectra[s]
         line[name] = {"norm2": [float(res.norm2[s]), float(res.norm2_err[s])],
@@ -109,12 +113,17 @@ def _gd_points(gd: list, where: str, q: str) -> list:
     return pts
 
 
-def summary(case: str, fit_min: int = 10_000) -> str:
+def _scheme(line: dict) -> tuple:
+    """(response, source_tol, own_term, replicas) of a DMFT record (older records: tol 0, no own-term subtraction)."""
+    return line["response"], line.get("source_tol", 0.0), line.get("own_term", False), line["replicas"]
+
+
+def summary(case: str, fit_min: int = 10_000, path: Path = None) -> str:
     """The table of the recorded runs: per quantity the DMFT values per path count, the straight line in
     1/N through the path counts >= ``fit_min`` (N -> inf intercept and slope), the largest pairwise
     |difference| / combined s.e. among those path counts, GD per d with its line in 1/d, and the DMFT
     at the largest N against that line (z)."""
-    lines = read_lines(OUT / f"{case}.jsonl")
+    lines = read_lines(path or OUT / f"{case}.jsonl")
     out = [f"case {case}: {CASES[case]}; 1/N lines and pairwise z over N >= {fit_min} paths per replica"]
     gd = [r for r in lines if r["kind"] == "gd"]
     for where in ("half", "final"):
@@ -130,10 +139,10 @@ def summary(case: str, fit_min: int = 10_000) -> str:
                 gd_line_at[q] = (c0, s0)
                 fit = f" | 1/d line: d->inf {c0:.4f} +- {s0:.4f}"
             out.append(f"GD {q}: {row}{fit}")
-        keys = sorted({(r["response"], r.get("source_tol", 0.0)) for r in lines if r["kind"] == "dmft"})
-        for response, tol in keys:
-            dm = sorted((r for r in lines if r["kind"] == "dmft" and r["response"] == response
-                         and r.get("source_tol", 0.0) == tol), key=lambda r: r["n"])
+        keys = sorted({_scheme(r) for r in lines if r["kind"] == "dmft"})
+        for response, tol, own, reps in keys:
+            dm = sorted((r for r in lines if r["kind"] == "dmft" and _scheme(r) == (response, tol, own, reps)),
+                        key=lambda r: r["n"])
             for q in QUANTITIES:
                 vals = [(r["n"], *r[where][q]) for r in dm]
                 row = "  ".join(f"{n}: {v:.4f} +- {e:.4f}" for n, v, e in vals)
@@ -148,7 +157,7 @@ def summary(case: str, fit_min: int = 10_000) -> str:
                         g0, gs = gd_line_at[q]
                         top = big[-1]
                         extra += f"; N = {top[0]} vs GD d->inf: z = {(top[1] - g0) / math.hypot(top[2], gs):+.1f}"
-                out.append(f"DMFT {response} tol {tol:g} {q}: {row}{extra}")
+                out.append(f"DMFT {response} tol {tol:g}{' own' if own else ''} x{reps} {q}: {row}{extra}")
     return "\n".join(out)
 
 
@@ -158,20 +167,22 @@ def summary(case: str, fit_min: int = 10_000) -> str:
 @click.option("--replicas", default=4, show_default=True)
 @click.option("--response", default="sources", show_default=True)
 @click.option("--source-tol", default=0.0, show_default=True, help="thresholds.dmft eq. (6b); 0: every source")
+@click.option("--own-term", is_flag=True, help="subtract each path's own term of the response sums (dmft eq. (6e))")
+@click.option("--out", "out_file", default="", help="records file (default: reports/dmft_paths/CASE.jsonl)")
 @click.option("--dims", default="", help="GD dimensions, e.g. 1000,2000,4000")
 @click.option("--seeds", default=4, show_default=True, help="GD seeds per d")
 @click.option("--summary", "only_summary", is_flag=True, help="print the table of the recorded runs")
-def main(case, paths, replicas, response, source_tol, dims, seeds, only_summary):
+def main(case, paths, replicas, response, source_tol, own_term, out_file, dims, seeds, only_summary):
     """Path dependence of the DMFT law at the horizon, against GD (module docstring)."""
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{case}.jsonl"
+    path = Path(out_file) if out_file else OUT / f"{case}.jsonl"
     if not only_summary:
         done = read_lines(path)
         for n in [int(s) for s in paths.split(",") if s]:
-            if any(r["kind"] == "dmft" and r["n"] == n and r["replicas"] == replicas and r["response"] == response
-                   and r.get("source_tol", 0.0) == source_tol for r in done):
+            if any(r["kind"] == "dmft" and r["n"] == n and _scheme(r) == (response, source_tol, own_term, replicas)
+                   for r in done):
                 continue
-            line = dmft_line(case, n, replicas, response, source_tol)
+            line = dmft_line(case, n, replicas, response, source_tol, own_term)
             with path.open("a") as fh:
                 fh.write(json.dumps(line) + "\n")
             print(f"DMFT n = {n}: {line['final']} ({line['seconds']:.0f} s)", flush=True)
@@ -183,7 +194,7 @@ def main(case, paths, replicas, response, source_tol, dims, seeds, only_summary)
                 with path.open("a") as fh:
                     fh.write(json.dumps(line) + "\n")
                 print(f"GD d = {d} seed {seed}: {line['final']} ({line['seconds']:.0f} s)", flush=True)
-    click.echo(summary(case))
+    click.echo(summary(case, path=path))
 
 
 if __name__ == "__main__":
