@@ -728,14 +728,16 @@ def _nn_setup_options(func):
                      "population (the limit of the law itself is not taken; compare two values)."),
         click.option("--sphere", is_flag=True, help="Spherical GD: theta rescaled to ||theta|| = rho0 each step "
                      "(Hessian = Riemannian Hessian on the sphere)."),
-        click.option("--law", type=click.Choice(["gd", "dmft"]), default="gd", show_default=True,
-                     help="Law of (u, y, g) after the first phase: finite-d GD restricted to the complement of "
-                     "theta_* (seeds = --replicas, dimension --law-d), or the DMFT (d = inf; by default on the "
-                     "truncated source basis, --source-tol 1e-3, with the left tail of G cut at the extreme of "
-                     "n = delta * LAW_D samples, --edge-d, and enough --paths to resolve that cut; a path check, "
-                     "t tests at family-wise level 0.05 against twice or half the paths, is printed)."),
+        click.option("--law", type=click.Choice(["dmft", "gd"]), default=None,
+                     help="Law of (u, y, g) after the first phase. dmft (the default): the DMFT, d = inf, on the "
+                     "truncated source basis (--source-tol 1e-3) with the left tail of G cut at the extreme of "
+                     "n = delta * LAW_D samples (--edge-d) and enough --paths to resolve that cut; a path check, "
+                     "t tests at family-wise level 0.05 against twice the paths, is printed. gd (the cross-check, "
+                     "and the default with --m inf): finite-d GD restricted to the complement of theta_* (seeds = "
+                     "--replicas, dimension --law-d)."),
         click.option("--law-d", default=1000, show_default=True, type=click.IntRange(50, 10**6),
-                     help="Dimension of the finite-d law (--law gd); with --law dmft the default --edge-d."),
+                     help="The data set size n = delta * LAW_D the threshold is stated for: the default --edge-d of "
+                     "the DMFT law, the dimension of the GD law."),
         click.option("--law-dtype", type=click.Choice(["float32", "float64"]), default="float32", show_default=True,
                      help="Storage of the finite-d law's data and weights (sums are float64 either way; float32 "
                      "halves the memory traffic of the GD runs, the indicators agree far inside their errors)."),
@@ -776,8 +778,8 @@ def _nn_setup(activation, link, kw):
                       sphere=kw["sphere"])
     if kw["paths"] is not None and 0 < kw["paths"] < 16:
         raise ThresholdsError(f"--paths must be 0 (auto) or at least 16, got {kw['paths']}")
-    given = {k: kw[k] for k in ("paths", "source_tol", "edge_d", "own_term") if kw[k] is not None}  # else the law's defaults
-    return NNSetup.from_problem(problem, mean_field=wide, law=kw["law"], law_d=kw["law_d"],
+    given = {k: kw[k] for k in ("law", "paths", "source_tol", "edge_d", "own_term") if kw[k] is not None}  # else defaults
+    return NNSetup.from_problem(problem, mean_field=wide, law_d=kw["law_d"],
                                 law_dtype=kw["law_dtype"], replicas=kw["replicas"], seed=kw["seed"],
                                 search_max=kw["search_max"], rtol=kw["rtol"], **given)
 

@@ -208,8 +208,8 @@ def test_table_marks_links_without_one_hard_direction(tmp_path, monkeypatch):
 def test_nn_with_two_hard_directions_and_two_neurons(tmp_path, monkeypatch):
     # the (m r_H) x (m r_H) = 4 x 4 outlier matrix end to end on a small finite-d law
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    res = run("nn", "-a", "gelu", "-l", "product", "--m", "2", "--law-d", "80", "-T", "8", "--eta", "0.05",
-              "--replicas", "2", "--search-max", "2", "--json")
+    res = run("nn", "-a", "gelu", "-l", "product", "--m", "2", "--law", "gd", "--law-d", "80", "-T", "8", "--eta",
+              "0.05", "--replicas", "2", "--search-max", "2", "--json")
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["setup"]["m"] == 2 and out["setup"]["link"] == "product"
@@ -265,8 +265,8 @@ def test_error_messages_are_plain_short_text():
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "/dev/full"), "cannot write", 2),
     (("spectral", "-l", "phase_retrieval", "-d", "2", "--plot", "{tmp}/no/such/folder.png"), "cannot write", 2),
     (("table", "--activations", ""), "at least one name", 2),
-    (("nn", "-a", "quad", "--edge-d", "1000"), "edge_d applies to the DMFT law", 2),
-    (("nn", "-a", "quad", "--own-term"), "own_term applies to the DMFT law", 2),
+    (("nn", "-a", "quad", "--law", "gd", "--edge-d", "1000"), "edge_d applies to the DMFT law", 2),
+    (("nn", "-a", "quad", "--law", "gd", "--own-term"), "own_term applies to the DMFT law", 2),
 ])
 def test_bad_option_values_are_one_line_errors(args, fragment, code, tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))

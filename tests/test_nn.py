@@ -326,8 +326,9 @@ def test_auto_paths_resolve_the_edge_cut_at_every_delta():
 
 
 def test_python_dmft_law_takes_the_cli_defaults():
-    """NNSetup.from_problem(law="dmft") mirrors `thresholds nn --law dmft`: auto paths, the truncated source basis
-    and the edge of n = delta law_d samples, unless given; the GD law keeps the plain defaults."""
+    """NNSetup.from_problem mirrors `thresholds nn`: the DMFT law by default (the finite-d GD law with mean_field),
+    with auto paths, the truncated source basis and the edge of n = delta law_d samples unless given; the GD law,
+    asked for, keeps the plain defaults."""
     from thresholds.forced import SOURCE_TOL
     from thresholds.nn import NNSetup
     from thresholds.problem import Problem
@@ -337,8 +338,12 @@ def test_python_dmft_law_takes_the_cli_defaults():
     assert (dm.paths, dm.source_tol, dm.edge_d) == (0, SOURCE_TOL, 500)
     given = NNSetup.from_problem(problem, law="dmft", paths=4000, source_tol=0.0, edge_d=0)
     assert (given.paths, given.source_tol, given.edge_d) == (4000, 0.0, 0)
-    gd = NNSetup.from_problem(problem)
+    default = NNSetup.from_problem(problem, law_d=500)
+    assert (default.law, default.paths, default.source_tol, default.edge_d) == ("dmft", 0, SOURCE_TOL, 500)
+    gd = NNSetup.from_problem(problem, law="gd")
     assert (gd.law, gd.paths, gd.source_tol, gd.edge_d) == ("gd", NNSetup.paths, 0.0, 0)
+    wide = NNSetup.from_problem(replace(problem, m=4), mean_field=True)
+    assert wide.law == "gd" and wide.mean_field
 
 
 def test_own_term_reaches_the_dmft_and_the_cache_key_only_when_set():

@@ -16,6 +16,7 @@ Public surface (one concept per module):
 * :class:`FirstPhaseLaw`, :class:`ReplicaLaw` - the law of (u, y, g_H) the Hessian engines take (``laws``)
 * :func:`hessian_spectrum`, :func:`hessian_weight`, :func:`spectra_of_law` - Hessian after the first
   phase (``hessian``)
+* :class:`Problem` - network, training and target of a threshold (``problem``)
 * :class:`NNSetup`, :class:`NNResult` - delta_NN records (``nn``); :func:`delta_nn` - its search
   (``search``); :func:`evaluate` - the indicators at one delta (``evaluation``);
   :func:`escape_times` - grokking and finite-d thresholds (``escape``)
@@ -51,6 +52,7 @@ _EXPORTS = {
     "levelset": ("LevelSetGram",),
     "meanfield": ("PopulationLaw", "sectors"),
     "outlier": ("spectrum", "spike_threshold"),
+    "problem": ("Problem",),
     "spectral": ("spectral", "spectral_density"),
     "stieltjes": ("WeightLaw", "bulk_edges", "density", "stieltjes"),
 }

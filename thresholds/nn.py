@@ -6,12 +6,14 @@ eigenvalue whose eigenvector overlaps the hard subspace U_H (THEORY.md sections 
 (m = 1: scalar equations; m > 1: the m x m engine, thresholds.stieltjes_m; m = inf: the sector equations
 of thresholds.meanfield on a law of finite width).
 
-For each delta the law of (u, y, g) after the first phase is obtained either from finite-d GD restricted
-to the complement of theta_* (``law = "gd"``, the default of the CLI: dimension ``law_d``, ``replicas``
-seeds; supplied by the validation layer, thresholds.laws) or from the DMFT (``law = "dmft"``, cached; with
-every source its law is biased at long horizons unless the number of paths is large, and ``source_tol``
-1e-3 removes that bias, thresholds.dmft eq. (6b); a path check at half the paths, or twice the automatic
-number, is reported: t tests at family-wise level 0.05, thresholds.search).  At the
+For each delta the law of (u, y, g) after the first phase is obtained either from the DMFT (``law = "dmft"``,
+d = inf, the default of the CLI and of :meth:`NNSetup.from_problem`, DEFAULT_LAW; cached; with every source its
+law is biased at long horizons unless the number of paths is large, and ``source_tol`` 1e-3 removes that bias,
+thresholds.dmft eq. (6b); a path check at half the paths, or twice the automatic number, is reported: t tests at
+family-wise level 0.05, thresholds.search) or from finite-d GD restricted to the complement of theta_* (``law =
+"gd"``, the cross-check, and the law of m = inf: dimension ``law_d``, ``replicas`` seeds; supplied by the
+validation layer, thresholds.laws).  The record's own field default stays "gd" so that stored setups keep their
+meaning; build a setup with :meth:`NNSetup.from_problem` for the CLI's defaults.  At the
 16 checkpoints t = T/16, ..., T the Hessian weight law G_t gives the hard-outlier indicator
 
     I_t(delta) = -S(alpha at min(0, left bulk edge))      (> 0 iff a negative hard outlier exists)   (1)
@@ -46,6 +48,7 @@ from .problem import Problem
 
 
 FINITE_D = (200, 400, 1000, 2000, 4000, 10_000, 100_000)
+DEFAULT_LAW = "dmft"  # the first-phase law of ``thresholds nn`` and :meth:`NNSetup.from_problem` (module docstring)
 AUTO_PATHS = 20_000   # ``paths`` = 0 ("auto", DMFT law): at least this many, and enough to resolve the eq. (5) cut
 SCANNABLE = ("rho0", "a", "b", "eta", "weight_decay", "steps")
 
@@ -84,11 +87,13 @@ class NNSetup(Problem):
 
     @classmethod
     def from_problem(cls, problem: Problem, **search) -> "NNSetup":
-        """The delta_NN search of ``problem`` with the given law and search settings.  With ``law="dmft"`` the
-        settings not given take the DMFT law's defaults, as ``thresholds nn --law dmft`` does: automatic paths
-        (``paths`` = 0, :meth:`paths_at`), the truncated source basis (``source_tol`` = thresholds.forced.SOURCE_TOL)
-        and G's tail cut at the extreme of n = delta law_d samples (``edge_d`` = ``law_d``)."""
-        if search.get("law") == "dmft":
+        """The delta_NN search of ``problem`` with the given law and search settings, as ``thresholds nn`` builds it:
+        the law is DEFAULT_LAW unless given ("gd" with ``mean_field``, whose m -> inf Hessian needs a finite-d law).
+        On the DMFT law the settings not given take its defaults: automatic paths (``paths`` = 0, :meth:`paths_at`),
+        the truncated source basis (``source_tol`` = thresholds.forced.SOURCE_TOL) and G's tail cut at the extreme of
+        n = delta law_d samples (``edge_d`` = ``law_d``)."""
+        search.setdefault("law", "gd" if search.get("mean_field") else DEFAULT_LAW)
+        if search["law"] == "dmft":
             from .forced import SOURCE_TOL
             search.setdefault("paths", 0)
             search.setdefault("source_tol", SOURCE_TOL)

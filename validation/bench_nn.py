@@ -5,10 +5,10 @@ Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
 
 * quad with y = 3 tanh(z^2) at eta = 1e-4, 8 steps (a threshold is found: the
   bisection runs to the end; the interval printed includes the Monte Carlo part);
-* gelu / phase_retrieval on the DMFT law (the full search up to delta = 64 and
-  the transient refinement);
 * quad / phase_retrieval (eta = 0.05) and gelu / phase_retrieval (every setting at its
-  default) with the default finite-d GD law (d = 1000, 3 seeds, float32 data).
+  default) on the default DMFT law (NNSetup.from_problem: truncated source basis, the
+  edge of n = delta 1000 samples, automatic paths, the path check at twice the paths);
+* the same two on the finite-d GD law, the cross-check (d = 1000, 3 seeds, float32 data).
 Select one with -k, e.g. -k dmft.  The "bracket" column is the final search bracket
 (rtol); the interval printed also carries the Monte Carlo error.
 
@@ -21,13 +21,16 @@ import pytest
 
 from thresholds import cache
 from thresholds.nn import NNSetup
+from thresholds.problem import Problem
 from validation.gd_law import delta_nn
 
 SETUPS = {"quad / 3 tanh(z^2), dmft law": NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft",
                                                   paths=40_000),
-          "gelu / phase_retrieval, dmft law": NNSetup("gelu", law="dmft"),
-          "quad / phase_retrieval, default gd law": NNSetup("quad", eta=0.05, search_max=32.0),
-          "gelu / phase_retrieval, all defaults": NNSetup("gelu")}
+          "quad / phase_retrieval, default (dmft) law": NNSetup.from_problem(Problem("quad", eta=0.05),
+                                                                             search_max=32.0),
+          "gelu / phase_retrieval, all defaults (dmft)": NNSetup.from_problem(Problem("gelu")),
+          "quad / phase_retrieval, gd law": NNSetup("quad", eta=0.05, search_max=32.0),
+          "gelu / phase_retrieval, gd law": NNSetup("gelu")}
 
 
 def _cold_and_warm(setup):

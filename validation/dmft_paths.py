@@ -72,16 +72,19 @@ def dmft_line(case: str, n: int, replicas: int, response: str = "sources", sourc
     return line
 
 
-def gd_line(case: str, d: int, seed: int) -> dict:
-    """One GD seed at dimension d restricted to the complement: the quantities at T/2 and T."""
+def gd_line(case: str, d: int, seed: int, dtype: str = "float64") -> dict:
+    """One GD seed at dimension d restricted to the complement: the quantities at T/2 and T (``dtype``: the
+    storage of the data, validation.simulate; float32 halves the memory of the largest d)."""
     setup = case_setup(case)
     T, half = setup.steps, setup.steps // 2
     start = time.time()
     run = run_gd(GDSetup.from_problem(setup.problem, setup.delta, d, complement=True, seed=seed,
-                                      n_test=200, test_loss=False), snapshots=[half, T])
+                                      n_test=200, test_loss=False, dtype=dtype), snapshots=[half, T])
     law = FirstPhaseLaw({s: [one] for s, one in run_law(run, setup, (half, T)).items()})
     spectra = spectra_of_law(setup, law, outliers="none")
     line = {"kind": "gd", "d": d, "seed": seed, "steps": [half, T], "seconds": time.time() - start}
+    if dtype != "float64":
+        line["dtype"] = dtype
     for name, s in (("half", half), ("final", T)):
         line[name] = {"norm2": float(run.norm2[s]), "train_loss": float(run.train_loss[s]),
                       "indicator": spectra[s].negative_indicator,
@@ -171,8 +174,10 @@ def summary(case: str, fit_min: int = 10_000, path: Path = None) -> str:
 @click.option("--out", "out_file", default="", help="records file (default: reports/dmft_paths/CASE.jsonl)")
 @click.option("--dims", default="", help="GD dimensions, e.g. 1000,2000,4000")
 @click.option("--seeds", default=4, show_default=True, help="GD seeds per d")
+@click.option("--gd-dtype", type=click.Choice(["float64", "float32"]), default="float64", show_default=True,
+              help="storage of the GD data (float32 for the largest d)")
 @click.option("--summary", "only_summary", is_flag=True, help="print the table of the recorded runs")
-def main(case, paths, replicas, response, source_tol, own_term, out_file, dims, seeds, only_summary):
+def main(case, paths, replicas, response, source_tol, own_term, out_file, dims, seeds, gd_dtype, only_summary):
     """Path dependence of the DMFT law at the horizon, against GD (module docstring)."""
     OUT.mkdir(parents=True, exist_ok=True)
     path = Path(out_file) if out_file else OUT / f"{case}.jsonl"
@@ -190,7 +195,7 @@ def main(case, paths, replicas, response, source_tol, own_term, out_file, dims, 
             for seed in range(seeds):
                 if any(r["kind"] == "gd" and r["d"] == d and r["seed"] == seed for r in done):
                     continue
-                line = gd_line(case, d, seed)
+                line = gd_line(case, d, seed, gd_dtype)
                 with path.open("a") as fh:
                     fh.write(json.dumps(line) + "\n")
                 print(f"GD d = {d} seed {seed}: {line['final']} ({line['seconds']:.0f} s)", flush=True)
