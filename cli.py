@@ -1255,6 +1255,11 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
     table = Table(title=escape("delta_alg versus delta_NN: " + _setup_line(first).split(", ", 2)[2]
                                if first is not None else "delta_NN"))
     table.caption = "links with easy directions: delta_alg and delta_NN of the hard direction"
+    laws = {(st.law, st.law_d) for st, r, _ in rows if r is not None}
+    if len(laws) > 1:   # the title's setup line is the first row's; say which rows took the other law
+        table.caption += "; law of the first phase per row: " + ", ".join(
+            f"m = {st.width}: {'DMFT' if st.law == 'dmft' else f'GD at d = {st.law_d}'}"
+            for st, r, _ in rows if r is not None and st.activation == first.activation and st.link == first.link)
     for col in ("link", "activation", "m", "delta_alg", "delta_NN [interval]", "ratio", "transient delta_NN(t)",
                 "converged", "simulated"):
         table.add_column(col)

@@ -116,6 +116,11 @@ def test_table_and_grok_commands(tmp_path):
     rows = json.loads(res.stdout)["rows"]
     assert rows[0]["setup"]["m"] == 1 and not rows[0]["setup"]["mean_field"]
     assert rows[1]["setup"]["m"] == 4 and rows[1]["setup"]["mean_field"] and rows[1]["delta_nn"] == "inf"
+    assert (rows[0]["setup"]["law"], rows[1]["setup"]["law"]) == ("dmft", "gd")
+    res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "1,inf",
+                                    "--population", "4", "--law-d", "60", *common], env=env)  # cached: the caption
+    text = " ".join(res.output.split())   # the caption wraps at the terminal width
+    assert res.exit_code == 0 and "m = 1: DMFT, m = inf (law of width 4): GD at d = 60" in text, res.output
     res = CliRunner().invoke(main, ["table", "--links", "abs", "--activations", "linear", "--widths", "inf",
                                     "--population", "4", "--law-d", "60", *common], env=env)
     assert res.exit_code == 0 and "inf (law of width 4)" in res.output, res.output
