@@ -500,6 +500,9 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
               help="sources, a diagnostic: add K times the Monte Carlo variance of every response sum (dmft eq. "
                    "(6c)), so that N paths carry the response noise of N/(1+K) paths; a law that moves with it has "
                    "the noise bias, one that moves with --paths only the self-interaction.")
+@click.option("--own-term", is_flag=True,
+              help="sources: subtract each path's own term of the response sums from its field (dmft eq. (6e), the "
+                   "first-order removal of the finite-paths self-interaction; it over-corrects while sources open).")
 @click.option("--g-nodes", default=0, show_default=True, type=click.IntRange(0, 400),
               help="Gauss-Hermite nodes for g (0: Monte Carlo).")
 @click.option("--seed", default=0, show_default=True, type=SEED)
@@ -508,7 +511,7 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file, help="Save the curves as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
-             response, source_tol, response_noise, g_nodes, seed, every, no_cache, plot_path, as_json):
+             response, source_tol, response_noise, own_term, g_nodes, seed, every, no_cache, plot_path, as_json):
     """DMFT of the first phase of GD (square loss): norms (means over the m neurons), losses and,
     for targets with easy directions, the overlaps with them, per step."""
 
@@ -520,7 +523,8 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
                       m=width, eta=eta, steps=steps, rho0=rho0, weight_decay=weight_decay, sphere=sphere)
     a_, b_ = problem.a, problem.b
     setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
-                                   g_nodes=g_nodes, source_tol=source_tol, response_noise=response_noise)
+                                   g_nodes=g_nodes, source_tol=source_tol, response_noise=response_noise,
+                                   own_term=own_term)
     with Activity("DMFT", disable=as_json) as act:
         act.begin(f"{steps} steps, {paths} paths")
         res = solve_dmft(setup, progress=act.update, cache=not no_cache)

@@ -138,6 +138,21 @@ def test_dmft_json_steps(tmp_path, monkeypatch):
     assert list(tmp_path.glob("dmft-*.json"))
 
 
+def test_dmft_own_term_option(tmp_path, monkeypatch):
+    """--own-term reaches the DMFT (dmft eq. (6e)): recorded in the setup, the law changes from step 2 on (the first
+    response sums enter the fields at step 1, their own terms from step 2), and pathwise refuses it in one line."""
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
+            "--json")
+    plain, own = json.loads(run(*args).stdout), json.loads(run(*args, "--own-term").stdout)
+    assert plain["setup"]["own_term"] is False and own["setup"]["own_term"] is True
+    assert own["steps"][0]["norm2"] == plain["steps"][0]["norm2"]
+    assert own["steps"][-1]["train_loss"] != plain["steps"][-1]["train_loss"]
+    bad = run("dmft", "-a", "tanh", "-l", "abs", "-d", "4", "-T", "3", "--paths", "200", "--response", "pathwise",
+              "--own-term")
+    assert bad.exit_code != 0 and "own-term" in bad.output and "Traceback" not in bad.output, bad.output
+
+
 def test_dmft_response_noise_option(tmp_path, monkeypatch):
     """--response-noise reaches the DMFT (dmft eq. (6c)): the setup records it, the law changes, 0 is the plain run;
     with a back-end other than sources it is a one-line error."""

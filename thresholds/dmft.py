@@ -93,7 +93,8 @@ Responses (the cost driver), chosen by ``response``:
   before and diverged: validation/reports/planted/width 8c.)  Left over: (i) terms of order (delta omega c)^2;
   (ii) the sources opened between s and t, which c_p(t - 1) counts and c_p(s) does not, so the subtraction is exact
   only once the basis stops growing and over-corrects while it grows; (iii) the response noise of eq. (6c), which
-  this leaves alone.  So it needs delta r / N small: with every source (quad, delta 16, 200 steps, delta r / N about
+  this leaves alone; (iv) the signal rows' own terms (easy directions, eq. (7)), of relative size r_E / N, which
+  are not subtracted.  So it needs delta r / N small: with every source (quad, delta 16, 200 steps, delta r / N about
   0.3 at 4 x 12000 paths) ||theta||^2 moves by 1.8 s.e. from 4000 to 12000 paths against 6.3 without, but the train
   loss overshoots GD's (0.99 against 0.92; 0.84 without).  On the truncated basis the sources open all along a
   long run (quad, delta 16, tol 1e-3: half of them after step 97 of 400), so (ii) remains: the subtraction scales
