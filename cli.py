@@ -734,8 +734,8 @@ def _nn_setup_options(func):
                      "(Hessian = Riemannian Hessian on the sphere)."),
         click.option("--law", type=click.Choice(["dmft", "gd"]), default=None,
                      help="Law of (u, y, g) after the first phase. dmft (the default): the DMFT, d = inf, on the "
-                     "truncated source basis (--source-tol 1e-3) with the left tail of G cut at the extreme of "
-                     "n = delta * LAW_D samples (--edge-d) and enough --paths to resolve that cut; a path check, "
+                     "truncated source basis (--source-tol 1e-3), its plain indicator the mean over data sets of "
+                     "n = delta * LAW_D paths (--edge-d), 4 per replica with auto --paths; a path check, "
                      "t tests at family-wise level 0.05 against twice the paths, is printed. gd (the cross-check, "
                      "and the default with --m inf): finite-d GD restricted to the complement of theta_* (seeds = "
                      "--replicas, dimension --law-d)."),
@@ -747,7 +747,7 @@ def _nn_setup_options(func):
                      "halves the memory traffic of the GD runs, the indicators agree far inside their errors)."),
         click.option("--paths", default=None, type=click.IntRange(0, 10**8),
                      help="DMFT paths (all replicas together); 0 or unset: auto, at least 20000 and, with --edge-d, "
-                     "3 per replica below the cut at every delta (about 4.3 delta EDGE_D per replica)."),
+                     "4 data sets of n = delta EDGE_D paths per replica at every delta."),
         click.option("--replicas", default=3, show_default=True, type=click.IntRange(2, 1000),
                      help="Independent seeds (--law gd) or DMFT replicas (error bars)."),
         click.option("--source-tol", default=None, type=click.FloatRange(0, 1, max_open=True),
@@ -758,9 +758,9 @@ def _nn_setup_options(func):
                      help="--law dmft: subtract each path's own term of the response sums from its field (dmft eq. "
                      "(6e), the first-order removal of the finite-paths self-interaction)."),
         click.option("--edge-d", default=None, type=click.IntRange(0, 10**9),
-                     help="--law dmft: cut the law of G from below at the extreme of the n = delta * EDGE_D samples "
-                     "of a data set at d = EDGE_D (thresholds/hessian.py eq. (5)); default --law-d; 0: the paths' "
-                     "own extremes."),
+                     help="--law dmft: the plain indicator is the mean over disjoint data sets of n = delta * EDGE_D "
+                     "paths, each a data set at d = EDGE_D from the d = inf law (thresholds/hessian.py eq. (5)); "
+                     "default --law-d; 0: all paths of a replica as one law (their own extremes)."),
         click.option("--seed", default=0, show_default=True, type=SEED),
         click.option("--search-max", default=64.0, show_default=True, type=float, callback=RATIO,
                      help="Largest delta searched; beyond it delta_NN is reported as 'inf' (> search-max)."),
@@ -796,7 +796,7 @@ def _setup_line(setup) -> str:
             + (f"{setup.paths or 'auto'} DMFT paths in {setup.replicas} replicas"
                + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "")
                + (", own terms subtracted" if setup.own_term else "")
-               + (f", left tail of G at n = delta * {setup.edge_d} samples" if setup.edge_d else "")
+               + (f", data sets of n = delta * {setup.edge_d} samples" if setup.edge_d else "")
                if setup.law == "dmft" else
                f"law from finite-d GD at d = {setup.law_d} ({setup.law_dtype}), {setup.replicas} seeds")
             + f", seed {setup.seed}")

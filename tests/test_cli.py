@@ -339,9 +339,9 @@ def test_tables_at_80_columns_split_instead_of_cutting_values(monkeypatch):
     assert text.count("400") >= 2  # the key column is repeated in every part
 
 
-def test_nn_edge_d_cuts_the_dmft_law_at_the_stated_sample_size(tmp_path, monkeypatch):
-    """`nn --law dmft --edge-d D`: the setup records D, the notes say where G was cut, and the plain
-    indicator differs from the run without the cut (the DMFT law is the same, cached once)."""
+def test_nn_edge_d_takes_data_sets_of_the_stated_sample_size(tmp_path, monkeypatch):
+    """`nn --law dmft --edge-d D`: the setup records D, the notes say how many data sets of n = delta D paths the
+    plain indicator averages, and it differs from the run on all paths (the DMFT law is the same, cached once)."""
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     base = ["nn", "-a", "quad", "--eta", "0.05", "-T", "16", "--law", "dmft", "--paths", "8000", "--replicas", "2",
             "--source-tol", "1e-3", "--search-max", "8", "--json"]
@@ -352,15 +352,15 @@ def test_nn_edge_d_cuts_the_dmft_law_at_the_stated_sample_size(tmp_path, monkeyp
     ip = {e["delta"]: e["indicator"][-1] for e in p["evaluations"]}
     both = [(ip[e["delta"]], e["indicator"][-1]) for e in c["evaluations"] if e["delta"] in ip]
     assert both and all(abs(a - b) > 1e-9 for a, b in both)
-    assert not any("poorly resolved" in n for n in c["notes"])
-    far = run(*base, "--edge-d", "2000")  # n = delta * 2000 samples: beyond what 4000 paths per replica resolve
-    assert far.exit_code == 0 and any("poorly resolved" in n for n in json.loads(far.stdout)["notes"])
+    assert not any("use at least" in n for n in c["notes"])
+    far = run(*base, "--edge-d", "2000")  # n = delta * 2000 samples: more than the 4000 paths of a replica
+    assert far.exit_code == 0 and any("use at least" in n for n in json.loads(far.stdout)["notes"])
 
 
 def test_nn_dmft_law_defaults_to_the_unbiased_basis_and_the_edge_of_law_d(tmp_path, monkeypatch):
-    """`nn --law dmft` without --source-tol / --edge-d / --paths: the truncated source basis (1e-3), the left tail
-    of G cut at n = delta * LAW_D samples, and auto paths (NNSetup.paths_at: enough to resolve that cut), so that
-    it answers the question of the GD law; explicit values are kept."""
+    """`nn --law dmft` without --source-tol / --edge-d / --paths: the truncated source basis (1e-3), the plain
+    indicator over data sets of n = delta * LAW_D paths, and auto paths (NNSetup.paths_at: 4 data sets per
+    replica), so that it answers the question of the GD law; explicit values are kept."""
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
     base = ["nn", "-a", "quad", "--eta", "0.05", "-T", "8", "--law", "dmft", "--replicas", "2", "--law-d", "50",
             "--search-max", "8", "--json"]
@@ -368,9 +368,9 @@ def test_nn_dmft_law_defaults_to_the_unbiased_basis_and_the_edge_of_law_d(tmp_pa
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["setup"]["source_tol"] == 1e-3 and out["setup"]["edge_d"] == 50 and out["setup"]["paths"] == 0
-    delta = out["path_check"]["delta"]   # auto paths: 20000, or enough for the cut at n = 50 delta
-    assert out["path_check"]["paths"] == max(20000, 2 * math.ceil(3 / (-math.expm1(-math.log(2) / (50 * delta)))))
-    assert not any("poorly resolved" in n for n in out["notes"])
+    delta = out["path_check"]["delta"]   # auto paths: 20000, or 4 data sets of n = 50 delta per replica
+    assert out["path_check"]["paths"] == max(20000, 2 * 4 * round(50 * delta))
+    assert not any("use at least" in n for n in out["notes"])
     res = run(*base, "--paths", "4000", "--source-tol", "0", "--edge-d", "0")
     assert res.exit_code == 0, res.output
     setup = json.loads(res.stdout)["setup"]

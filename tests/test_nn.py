@@ -60,7 +60,8 @@ def test_threshold_at_initialization_matches_the_spectral_engine(tmp_path, monke
     U, Gg = np.meshgrid(x, x, indexing="ij")
     law = WeightLaw.from_nodes((6 * U**2 - 6 * np.tanh(Gg**2)).ravel(), np.outer(w, w).ravel(), (Gg**2).ravel())
     exact = spike_threshold(lambda d: law, kind="negative", search_min=0.5, search_max=16, rtol=1e-8).value
-    res = delta_nn(NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft", paths=40_000, replicas=4,
+    # 8 replicas: the interval carries the jackknife's t quantile (crossing eq. (4)), 2.36 with 7 degrees of freedom
+    res = delta_nn(NNSetup("quad", "3*tanh(z**2)", eta=1e-4, steps=8, law="dmft", paths=40_000, replicas=8,
                            search_max=16.0, rtol=0.01))
     assert res.found and res.low <= exact <= res.high, (exact, res.delta_nn, res.low, res.high)
     assert res.high - res.low < 0.2 * exact  # the interval is informative, not just wide
@@ -285,7 +286,7 @@ def test_run_stopped_at_the_transient_step_reproduces_the_full_run_there(tmp_pat
 @pytest.mark.parametrize("source_tol, edge_d, fragment", [
     (0.0, 0, "use --source-tol 1e-3"),
     (1e-3, 0, "--edge-d D puts the edge"),
-    (1e-3, 1000, "the cut at n = 6000 samples, hessian eq. (5), has 0.1 paths per replica below it"),
+    (1e-3, 1000, "a mean over data sets of n = 6000 paths (hessian eq. (5); 0 per replica in the run with fewer"),
 ])
 def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, source_tol, edge_d, fragment):
     """The DMFT law's path check: an indicator that moves beyond its Monte Carlo error (t tests) at half the paths gets a
@@ -313,18 +314,23 @@ def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, so
     assert seen == [check["check_paths"]] == [2 * auto.paths_at(6.0)] and "half_paths" not in check
 
 
-def test_auto_paths_resolve_the_edge_cut_at_every_delta():
-    """NNSetup.paths_at: explicit paths as given; paths = 0 (auto) at least AUTO_PATHS, and with edge_d enough
-    paths per replica that CUT_RESOLVED of them lie below the quantile of hessian eq. (5) at that delta."""
-    from thresholds.hessian import CUT_RESOLVED, paths_below_cut
+def test_auto_paths_hold_data_sets_of_n_samples_at_every_delta():
+    """NNSetup.paths_at: explicit paths as given; paths = 0 (auto) at least AUTO_PATHS, and with edge_d DATA_SETS
+    data sets of n = delta edge_d samples per replica (hessian eq. (5)), which hessian.data_sets then finds."""
+    from thresholds.hessian import DATA_SETS, data_sets
+    from thresholds.laws import ReplicaLaw
     from thresholds.nn import AUTO_PATHS
     assert NNSetup("quad", law="dmft", paths=4000).paths_at(30.0) == 4000
     assert NNSetup("quad", law="dmft", paths=0).paths_at(30.0) == AUTO_PATHS
     auto = NNSetup("quad", law="dmft", paths=0, replicas=3, edge_d=1000)
-    assert auto.paths_at(1.0) == AUTO_PATHS   # 3 x 4328 paths resolve n = 1000
-    for delta in (11.0, 20.0, 40.0):
+    assert auto.paths_at(1.0) == AUTO_PATHS   # 3 x 4000 paths would hold the data sets of n = 1000
+    for delta in (11.0, 20.0, 40.0, 10.7004):
         per = auto.paths_at(delta) // 3
-        assert CUT_RESOLVED <= paths_below_cut(per, delta * 1000) < CUT_RESOLVED + 0.01
+        n = delta * 1000
+        assert per == DATA_SETS * round(n)
+        one = np.zeros(per)
+        sets = data_sets(ReplicaLaw(one, one, one, np.full(per, 1.0 / per)), n)
+        assert len(sets) == DATA_SETS and all(len(s.y) == round(n) and s.w.sum() == pytest.approx(1.0) for s in sets)
     assert auto.dmft(20.0).paths == auto.paths_at(20.0)
     with pytest.raises(ThresholdsError):
         NNSetup("quad", law="dmft", paths=-1).validate()

@@ -55,3 +55,57 @@ def test_path_check_false_alarms_and_power(shift, low, high):
     assert low <= flagged / 2000 <= high
     if shift == 0:
         assert naive / 2000 > 0.3   # the rule this replaces
+
+
+def _replica_evals(deltas, per_replica):
+    """Evaluations at one step from per-replica indicator values (rows: deltas, columns: replicas)."""
+    from thresholds.nn import Evaluation
+    out = []
+    for d, row in zip(deltas, per_replica):
+        row = np.asarray(row, float)
+        m, se = float(row.mean()), float(row.std(ddof=1) / math.sqrt(row.size))
+        nan = [math.nan]
+        out.append(Evaluation(float(d), [1], [m], [se], [m], [se], [0.0], [0.0], nan, nan, nan,
+                              indicator_replicas=[row.tolist()], clipped_replicas=[row.tolist()]))
+    return out
+
+
+def test_jackknife_interval_is_the_plain_numpy_one():
+    """crossing eq. (4): the interval is x -+ hypot(bracket / 2, t_{R-1} s_J), s_J the jackknife s.e. of the crossing of
+    the leave-one-out replica means, recomputed here with plain NumPy interpolation."""
+    from scipy import stats
+    from thresholds.crossing import crossing
+    rng = np.random.default_rng(3)
+    deltas = np.array([9.0, 10.0, 10.5, 11.0, 11.5, 12.0])
+    R = 8
+    vals = 0.25 * (deltas[:, None] - 10.8) + rng.normal(0, 0.1, R)[None, :] + rng.normal(0, 0.02, (deltas.size, R))
+    c = crossing(_replica_evals(deltas, vals), 1)
+
+    def root(f):
+        k = int(np.flatnonzero((f[:-1] <= 0) & (f[1:] > 0))[0])
+        return deltas[k] + (deltas[k + 1] - deltas[k]) * (-f[k]) / (f[k + 1] - f[k]), k
+
+    x, k = root(vals.mean(axis=1))
+    loo = np.array([root(np.delete(vals, r, axis=1).mean(axis=1))[0] for r in range(R)])
+    s_j = math.sqrt((R - 1) / R * np.sum((loo - loo.mean()) ** 2))
+    hw = math.hypot((deltas[k + 1] - deltas[k]) / 2, stats.t.ppf(0.975, R - 1) * s_j)
+    assert c.value == pytest.approx(x, rel=1e-12)
+    assert c.high == pytest.approx(max(x + hw, c.high), rel=1e-12) and c.high - x >= hw * (1 - 1e-12)
+    assert x - c.low >= min(hw, x) * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("common, independent", [(0.1, 0.01), (0.07, 0.07), (0.0, 0.1)])
+def test_jackknife_interval_covers_whatever_the_replicas_share(common, independent):
+    """Replicas whose error is shared across the deltas (a seed per replica, as the DMFT and GD laws draw them), partly
+    shared, or independent per delta: the jackknife interval (crossing eq. (4)) covers the true crossing at least 92%
+    of the time in 400 synthetic searches of 8 replicas (its nominal level is 95%; binomial s.e. 1.1%)."""
+    from thresholds.crossing import crossing
+    rng = np.random.default_rng(11)
+    deltas = np.array([8.0, 10.55, 10.93, 11.03, 11.15, 11.37, 11.6])
+    covered = 0
+    for _ in range(400):
+        vals = (0.25 * (deltas[:, None] - 11.0) + rng.normal(0, common, 8)[None, :]
+                + rng.normal(0, independent, (deltas.size, 8)))
+        c = crossing(_replica_evals(deltas, vals), 1)
+        covered += c.low <= 11.0 <= c.high
+    assert covered >= 0.92 * 400, covered

@@ -23,7 +23,7 @@ from .dmft import checkpoints
 from .errors import UnsupportedError
 from .hessian import check_supported, hessian_spectra, spectra_of_law
 from .nn import Evaluation, NNSetup
-from .store import evaluation_key
+from .store import carries_replicas, evaluation_key
 
 
 def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
@@ -41,7 +41,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
     key = evaluation_key(setup, delta, outliers, final_only)
     hit = _disk.load("nn-eval", key, expect=Evaluation) if cache else None
-    if hit is not None:
+    if hit is not None and carries_replicas(hit):
         return hit
     dmft_setup = setup.dmft(delta)
     check_supported(dmft_setup)
@@ -71,6 +71,8 @@ def from_spectra(delta: float, spectra: dict) -> Evaluation:
         ev.outlier_z_err.append(float(zs[has].std(ddof=1) / math.sqrt(has.sum())) if has.sum() > 1 else math.nan)
         ev.overlap2.append(left[0]["overlap2"] if left else math.nan)
         ev.hard_z.append([float(z) for z in zs])
+        ev.indicator_replicas.append([float(v) for v in h.indicator_replicas])
+        ev.clipped_replicas.append([float(v) for v in h.clipped_replicas])
         if h.sectors:
             ev.sectors += (tuple(float(v) for v in h.sectors),)
     return ev

@@ -37,14 +37,22 @@ but its lower tail in G is not bounded at the horizons delta_NN uses: the paths 
 first phase has not yet fitted sit near the saddle of their loss, where G ~ -y a sigma'' (quad, phase
 retrieval, delta 16, step 400: the minimum of G over 2e4 / 8e4 / 3.2e5 / 1.28e6 paths is -19.8 / -20.3 /
 -22.7 / -25.0, validation/reports/tail_edge).  The plain indicator of a DMFT law therefore belongs to a
-data set of as many samples as there are paths per replica.  With ``tail_n`` = n the law of G is cut
-from below at the median of the minimum of n samples,
+data set of as many samples as there are paths per replica.  With ``tail_n`` = n the plain quantities
+(left edge, indicator, lowest outlier) are those of data sets of n samples from the d = inf law: each
+replica's N paths (exchangeable) are split into k = max(1, floor(N / n)) disjoint data sets of n
+consecutive paths, and
 
-    G -> max(G, G_q),  q = 1 - 2^(-1/n)  (~ ln 2 / n),                                  (5)
+    plain indicator of the replica = (1/k) sum_{data sets} I(empirical law of its n paths),       (5)
 
-which gives the plain indicator the left edge of a data set of n = delta d samples from the d = inf law
-(the d of the question, not of a simulation).  The cut is resolved only when the paths per replica
-exceed n by a few; otherwise (5) keeps the paths' own minimum and a note says so.
+the statistic the finite-d GD law computes from one seed's n samples, so that the two laws state the
+same number at d = n / delta.  The clipped indicator stays that of all N paths.  An earlier form of (5)
+cut G at the median of the minimum of n samples, G -> max(G, G_q) with q = 1 - 2^(-1/n)
+(``sample_quantile``), on the whole law, with about 3 paths per replica below G_q: paired on the same
+replicas (quad, eta 0.05, delta 11, n = 11000, 4 seeds x 8 replicas of 4n paths) it puts the indicator
+0.041 +- 0.013 above the mean over data sets at step 400 (0.03-0.04 at steps 100 and 200; about 0.1 in
+delta_NN), the bias of its weighted quantile with few paths below it (validation/reports/tail_edge sections
+5 and 6); data sets of shuffled paths give the consecutive ones' mean (+0.003 +- 0.010).  With fewer than n paths
+per replica the data set is the replica's N paths, and a note says so.
 """
 from __future__ import annotations
 
@@ -56,7 +64,7 @@ import numpy as np
 from .catalog import get_activation
 from .dmft import DMFTSetup, solve_dmft
 from .errors import UnsupportedError
-from .laws import FirstPhaseLaw, dmft_law
+from .laws import FirstPhaseLaw, ReplicaLaw, dmft_law
 from .numbers import mean_se
 from .problem import per_neuron, uniform
 from .outlier import lowest_outlier, negative_indicator, spectrum
@@ -107,6 +115,8 @@ class HessianSpectrum:
     negative_indicator_clipped_err: float = math.nan
     hard_z: list = field(default_factory=list)  # per replica: lowest hard outlier below 0 (nan: none)
     sectors: tuple = ()  # m -> inf: (antisymmetric, s.e., symmetric, s.e.) indicators (thresholds.meanfield)
+    indicator_replicas: list = field(default_factory=list)  # per replica: the plain and the clipped indicator
+    clipped_replicas: list = field(default_factory=list)
 
     @property
     def negative_outlier(self) -> bool | None:
@@ -132,16 +142,25 @@ CLIP_QUANTILE = 1e-3  # tail-sensitivity check: the law of G clipped at this low
 
 
 def sample_quantile(n: float) -> float:
-    """Eq. (5): the quantile q at the median of the minimum of n samples, (1 - q)^n = 1/2."""
+    """The quantile q at the median of the minimum of n samples, (1 - q)^n = 1/2 (the earlier cut of eq. (5))."""
     return -math.expm1(-math.log(2.0) / n)
 
 
-CUT_RESOLVED = 3  # eq. (5) is resolved when at least this many paths per replica lie below its quantile
+DATA_SETS = 4  # eq. (5): automatic DMFT paths per replica hold this many data sets of n samples (thresholds.nn)
+TAIL_RULE = "data sets"  # eq. (5)'s rule in the cache key of a search with edge_d (thresholds.store)
 
 
-def paths_below_cut(paths: int, n: float) -> float:
-    """Expected number of a replica's ``paths`` below the eq. (5) cut at n samples."""
-    return paths * sample_quantile(n)
+def data_sets(law: ReplicaLaw, n: float) -> list:
+    """Eq. (5): a replica's paths as max(1, floor(N / n)) disjoint data sets of n consecutive paths (n rounded), each
+    with its weights renormalised; a replica of fewer than n paths is one data set of all of them."""
+    N = np.shape(law.y)[0]
+    size = min(max(1, int(round(n))), N)
+    out = []
+    for k in range(N // size):
+        part = slice(k * size, (k + 1) * size)
+        w = np.asarray(law.w[part], dtype=float)
+        out.append(ReplicaLaw(law.u[part], law.y[part], law.g[part], w / w.sum()))
+    return out
 
 
 def _clip_lower(G, w, q):
@@ -186,24 +205,28 @@ class ReplicaSpectrum:
     sectors: tuple | None = None
 
 
-def _one_law(act, setup, delta, u, y, g, w, outliers=True, tail_n=None) -> ReplicaSpectrum:
+def _one_law(act, setup, delta, u, y, g, w, outliers=True, *, plain=True, clip=True) -> ReplicaSpectrum:
     """Scalar engine (m = 1, thresholds.outlier): edges, negative indicator (plain and tail-clipped) and
-    outliers of one replica's law, all for the Riemannian Hessian (shifted by -mu) on the sphere; with
-    ``tail_n`` the plain law is the one cut at the extreme of that many samples (eq. (5))."""
+    outliers of one replica's law, all for the Riemannian Hessian (shifted by -mu) on the sphere; ``plain`` /
+    ``clip`` False: the plain quantities / the clipped indicator are not computed (nan)."""
     G = hessian_weight(act, setup.a, setup.b, u, y)
-    if tail_n is not None:
-        G = _clip_lower(G, np.asarray(w), sample_quantile(tail_n))  # eq. (5)
     M = spike_weight(g)  # g_H^2, or the r_H x r_H matrix g_H g_H^T
+    w = np.asarray(w)
     mu = sphere_shift(act, setup, u, y, w) if setup.sphere else 0.0
     law = WeightLaw.from_nodes(G, w, M, description="Hessian weight")
+    cind = math.nan
+    if clip:
+        clipped = WeightLaw.from_nodes(_clip_lower(G, w, CLIP_QUANTILE), w, M, description="clipped")
+        cind = negative_indicator(clipped, delta, mu)
+    if not plain:
+        return ReplicaSpectrum(math.nan, math.nan, math.nan, cind, math.nan)
     if outliers:
         sp = spectrum(law, delta)
         left, right, found = sp.left, sp.right, sp.outliers
     else:
         (left, right), found = bulk_edges(law, delta), []
-    clipped = WeightLaw.from_nodes(_clip_lower(G, np.asarray(w), CLIP_QUANTILE), w, M, description="clipped")
     z_low, ind = lowest_outlier(law, delta, mu, edges=(left, right))
-    return ReplicaSpectrum(left.z - mu, right.z - mu, ind, negative_indicator(clipped, delta, mu), z_low - mu,
+    return ReplicaSpectrum(left.z - mu, right.z - mu, ind, cind, z_low - mu,
                            tuple(HardOutlier(o.side, o.z - mu, o.overlap2) for o in found))
 
 
@@ -215,39 +238,36 @@ def _clip_lower_m(W, w, q):
     return np.einsum("nij,nj,nkj->nik", vecs, np.maximum(vals, floor), vecs)
 
 
-def _one_law_m(act, setup, delta, U, y, g, w, outliers=True, tail_n=None) -> ReplicaSpectrum:
+def _one_law_m(act, setup, delta, U, y, g, w, outliers=True, *, plain=True, clip=True) -> ReplicaSpectrum:
     """Matrix engine (width m > 1, thresholds.stieltjes_m): left edge, negative indicator (plain and with
     the lowest eigenvalues of W clipped), the lowest hard outlier (located at every step, as for m = 1;
-    reported with its overlap^2 only when ``outliers``).  The right edge is not computed (nan).  ``tail_n``:
-    the plain law cut at the extreme of that many samples (eq. (5), on the lowest eigenvalues of W)."""
+    reported with its overlap^2 only when ``outliers``).  The right edge is not computed (nan).  ``plain`` /
+    ``clip`` as for the scalar engine."""
     from .stieltjes_m import MatrixLaw, left_edge, lowest_outlier as lowest_m, negative_indicator as indicator_m
     W = hessian_weight_m(act, setup.a, setup.b, U, y)
     w = np.asarray(w, dtype=float)
-    if tail_n is not None:
-        W = _clip_lower_m(W, w, sample_quantile(tail_n))  # eq. (5)
     h = spike_weight(g)  # r_H > 1: the (m r_H) x (m r_H) outlier matrix
+    cind = indicator_m(MatrixLaw(_clip_lower_m(W, w, CLIP_QUANTILE), h, w), delta)[0] if clip else math.nan
+    if not plain:
+        return ReplicaSpectrum(math.nan, math.nan, math.nan, cind, math.nan)
     law = MatrixLaw(W, h, w)
     edge = left_edge(law, delta)
     ind, _ = indicator_m(law, delta, edge)
-    clipped = MatrixLaw(_clip_lower_m(W, w, CLIP_QUANTILE), h, w)
-    cind, _ = indicator_m(clipped, delta)
     z_low, overlap2 = lowest_m(law, delta, edge)
     found = (HardOutlier("left", z_low, overlap2),) if outliers and np.isfinite(z_low) else ()
     return ReplicaSpectrum(edge.z, math.nan, ind, cind, z_low, found)
 
 
-def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True, tail_n=None) -> ReplicaSpectrum:
+def _one_law_mf(act, setup, delta, U, y, g, w, outliers=True, *, plain=True, clip=True) -> ReplicaSpectrum:
     """Sector engine, the wide limit m -> inf (thresholds.meanfield), the m neurons of the law standing in
     for the population: left edge of the pooled law of D, the larger of the two sectors' indicators (plain
     and with D clipped from below at its pooled 1e-3 quantile), the lowest hard outlier of either sector,
-    and the sectors' indicators.  The right edge is not computed (nan)."""
+    and the sectors' indicators.  The right edge is not computed (nan).  It computes every part (``plain`` and
+    ``clip`` are accepted for the common signature)."""
     from .meanfield import PopulationLaw, lowest_outlier as lowest_mf, sectors
     if not (uniform(setup.a) and uniform(setup.b)):
         raise UnsupportedError("the m -> inf Hessian (sectors of exchangeable neurons) needs the same a and b for "
                                "every neuron; per-neuron values are covered at finite m (the m x m engine)")
-    if tail_n is not None:
-        raise UnsupportedError("the m -> inf Hessian runs on a finite-d law, whose left tail is that of its own "
-                               "samples: a cut at n samples (eq. (5)) applies to the DMFT law")
     law = PopulationLaw.from_samples(act, setup.a, setup.b, U, y, g, w)
     res = sectors(law, delta)
     floor = _clip_lower(law.pooled.G, law.pooled.w, CLIP_QUANTILE).min()
@@ -298,7 +318,9 @@ def _aggregate(setup, per_replica: list, step) -> "HessianSpectrum":
         sectors = tuple(v for k in range(2) for v in mean_se([p.sectors[k] for p in per_replica]))
     return HessianSpectrum(setup, left, left_se, right, right_se, settled, ind, ind_se, outliers, notes,
                            step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se,
-                           hard_z=[p.lowest_z for p in per_replica], sectors=sectors)
+                           hard_z=[p.lowest_z for p in per_replica], sectors=sectors,
+                           indicator_replicas=[p.indicator for p in per_replica],
+                           clipped_replicas=[p.indicator_clipped for p in per_replica])
 
 
 def check_supported(setup: DMFTSetup):
@@ -333,7 +355,7 @@ def hessian_spectra(setup: DMFTSetup, *, cache: bool = True, progress=None, outl
     """Hessian spectra at every DMFT checkpoint (``thresholds.dmft.checkpoints``): step -> HessianSpectrum.
     The outliers themselves (a grid search in alpha, the costly part) are located at the
     ``"final"`` step only, at ``"all"`` steps or at ``"none"``; edges and the negative-outlier
-    indicator are computed at every step.  ``edge_d`` > 0: the plain law's tail cut at the extreme of
+    indicator are computed at every step.  ``edge_d`` > 0: the plain quantities are those of data sets of
     n = delta edge_d samples (eq. (5))."""
     check_supported(setup)
     res = solve_dmft(setup, cache=cache, progress=progress)
@@ -345,17 +367,23 @@ def spectra_of_law(setup: DMFTSetup, law: FirstPhaseLaw, *, outliers: str = "fin
     """step -> HessianSpectrum from a first-phase law (thresholds.laws: the DMFT paths, a finite-d
     sample, ...) with the replicas of every step; ``outliers`` as in :func:`hessian_spectra`;
     ``mean_field``: the m -> inf sector equations on a law of width m >= 2 (``_one_law_mf``);
-    ``edge_d`` > 0: the plain law of G cut at the extreme of n = delta edge_d samples (eq. (5))."""
+    ``edge_d`` > 0: the plain quantities are the means over data sets of n = delta edge_d paths (eq. (5))."""
     act = check_supported(setup)
+    if edge_d and mean_field:
+        raise UnsupportedError("the m -> inf Hessian runs on a finite-d law, whose left tail is that of its own "
+                               "samples: data sets of n samples (eq. (5)) apply to the DMFT law")
     note = law.note
     if note is not None and mean_field:
         note += f"; m -> inf Hessian on the law of width {setup.m}"
     tail_n = setup.delta * edge_d if edge_d else None
+    one = ENGINES[engine_name(setup, mean_field)]
     out = {}
     for step in sorted(law.steps):
         want = outliers == "all" or (outliers == "final" and step == setup.steps)
-        one = ENGINES[engine_name(setup, mean_field)]
-        per = [one(act, setup, setup.delta, r.u, r.y, r.g, r.w, want, tail_n=tail_n) for r in law.steps[step]]
+        if tail_n is None:
+            per = [one(act, setup, setup.delta, r.u, r.y, r.g, r.w, want) for r in law.steps[step]]
+        else:
+            per = [_over_data_sets(one, act, setup, r, want, tail_n) for r in law.steps[step]]
         out[step] = _aggregate(setup, per, step)
         if note:
             out[step].notes[0] = note + f", after {step} steps"
@@ -364,14 +392,27 @@ def spectra_of_law(setup: DMFTSetup, law: FirstPhaseLaw, *, outliers: str = "fin
     return out
 
 
+def _over_data_sets(one, act, setup, r: ReplicaLaw, outliers: bool, n: float) -> ReplicaSpectrum:
+    """Eq. (5) for one replica: the plain quantities averaged over its data sets of n paths (the located outliers
+    are those of the first data set), the clipped indicator from all its paths."""
+    sets = [one(act, setup, setup.delta, s.u, s.y, s.g, s.w, outliers and k == 0, clip=False)
+            for k, s in enumerate(data_sets(r, n))]
+    full = one(act, setup, setup.delta, r.u, r.y, r.g, r.w, False, plain=False)
+    z = [p.lowest_z for p in sets if np.isfinite(p.lowest_z)]
+    return ReplicaSpectrum(float(np.mean([p.left_edge for p in sets])), float(np.mean([p.right_edge for p in sets])),
+                           float(np.mean([p.indicator for p in sets])), full.indicator_clipped,
+                           float(np.mean(z)) if z else math.nan, sets[0].outliers)
+
+
 def _tail_note(n: float, edge_d: int, paths: int) -> str:
-    """What eq. (5) did at one step, and whether the paths resolve it."""
-    note = (f"left tail of G cut at the median minimum of n = {n:.0f} samples (a data set at d = {edge_d}, "
-            f"eq. (5) of thresholds.hessian)")
-    if paths_below_cut(paths, n) < CUT_RESOLVED:
-        note += (f"; {paths} paths per replica put fewer than {CUT_RESOLVED} below that quantile, so the cut is "
-                 "poorly resolved (use more paths)")
-    return note
+    """What eq. (5) did at one step: how many data sets of n paths the replicas held."""
+    k = paths // max(1, round(n))
+    if k == 0:
+        return (f"plain law: one data set of {paths} paths per replica, fewer than the n = {n:.0f} samples of a data "
+                f"set at d = {edge_d} (eq. (5) of thresholds.hessian): its left tail is that of {paths} samples "
+                "(use more paths)")
+    return (f"plain law: the mean over data sets of n = {n:.0f} paths ({k} per replica at least), each a data set at "
+            f"d = {edge_d} from the d = inf law (eq. (5) of thresholds.hessian)")
 
 
 def hessian_spectrum(setup: DMFTSetup, *, cache: bool = True, progress=None) -> HessianSpectrum:

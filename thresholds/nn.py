@@ -25,10 +25,10 @@ Unbounded G.  The law of G is the empirical law of the paths (or samples).  When
 plays the part of the most negative sample-localized mode of a finite data set.  The indicator is
 therefore computed twice: on the plain path law and on the law clipped from below at its 1e-3 quantile.
 Both crossings are reported (``delta_nn`` / ``delta_nn_clipped``); a difference beyond their intervals
-means the threshold is driven by the extreme tail and is flagged.  On the DMFT law, ``edge_d`` > 0 cuts
-the plain law at the extreme of the n = delta edge_d samples of a data set at d = edge_d
-(thresholds.hessian eq. (5)), so that the plain crossing is that of a stated sample size rather than of
-the number of paths.
+means the threshold is driven by the extreme tail and is flagged.  On the DMFT law, ``edge_d`` > 0 makes
+the plain indicator the mean over data sets of n = delta edge_d paths, each a data set at d = edge_d drawn
+from the d = inf law (thresholds.hessian eq. (5)), so that the plain crossing is that of a stated sample size
+rather than of the number of paths, by the statistic the finite-d GD law computes at d = edge_d.
 
 Where the rest lives: the search (thresholds.search.delta_nn), one delta's indicators
 (thresholds.evaluation), crossing statistics (thresholds.crossing), escape and finite-d thresholds
@@ -43,13 +43,13 @@ from dataclasses import asdict, dataclass, field, replace
 
 from .dmft import DMFTSetup
 from .errors import ThresholdsError, UnsupportedError
-from .hessian import CLIP_QUANTILE, CUT_RESOLVED, sample_quantile
+from .hessian import CLIP_QUANTILE, DATA_SETS
 from .problem import Problem
 
 
 FINITE_D = (200, 400, 1000, 2000, 4000, 10_000, 100_000)
 DEFAULT_LAW = "dmft"  # the first-phase law of ``thresholds nn`` and :meth:`NNSetup.from_problem` (module docstring)
-AUTO_PATHS = 20_000   # ``paths`` = 0 ("auto", DMFT law): at least this many, and enough to resolve the eq. (5) cut
+AUTO_PATHS = 20_000   # ``paths`` = 0 ("auto", DMFT law): at least this many, and DATA_SETS data sets of eq. (5)
 SCANNABLE = ("rho0", "a", "b", "eta", "weight_decay", "steps")
 
 
@@ -65,7 +65,7 @@ class NNSetup(Problem):
     paths: int = 20_000      # DMFT paths, all replicas; 0: auto (:meth:`paths_at`)
     replicas: int = 3
     source_tol: float = 0.0  # "dmft" law: thresholds.dmft eq. (6b) (0: every psi column opens a source)
-    edge_d: int = 0          # "dmft" law: G's tail cut at the extreme of n = delta edge_d samples (0: the paths')
+    edge_d: int = 0          # "dmft" law: plain indicator over data sets of n = delta edge_d paths (0: all paths)
     own_term: bool = False   # "dmft" law: each path's own term of the response sums subtracted (thresholds.dmft eq. (6e))
     seed: int = 0
     search_min: float = 0.0
@@ -90,8 +90,8 @@ class NNSetup(Problem):
         """The delta_NN search of ``problem`` with the given law and search settings, as ``thresholds nn`` builds it:
         the law is DEFAULT_LAW unless given ("gd" with ``mean_field``, whose m -> inf Hessian needs a finite-d law).
         On the DMFT law the settings not given take its defaults: automatic paths (``paths`` = 0, :meth:`paths_at`),
-        the truncated source basis (``source_tol`` = thresholds.forced.SOURCE_TOL) and G's tail cut at the extreme of
-        n = delta law_d samples (``edge_d`` = ``law_d``)."""
+        the truncated source basis (``source_tol`` = thresholds.forced.SOURCE_TOL) and the plain indicator over data
+        sets of n = delta law_d samples (``edge_d`` = ``law_d``)."""
         search.setdefault("law", "gd" if search.get("mean_field") else DEFAULT_LAW)
         if search["law"] == "dmft":
             from .forced import SOURCE_TOL
@@ -106,11 +106,10 @@ class NNSetup(Problem):
 
     def paths_at(self, delta: float) -> int:
         """The DMFT paths (all replicas) at ``delta``: ``paths``, or with ``paths`` = 0 (auto) at least AUTO_PATHS and,
-        with ``edge_d`` > 0, CUT_RESOLVED per replica below the cut of n = delta edge_d samples (thresholds.hessian
-        eq. (5): about 4.3 delta edge_d per replica)."""
+        with ``edge_d`` > 0, DATA_SETS data sets of n = delta edge_d samples per replica (thresholds.hessian eq. (5))."""
         if self.paths:
             return int(self.paths)
-        per = math.ceil(CUT_RESOLVED / sample_quantile(delta * self.edge_d)) if self.edge_d else 0
+        per = DATA_SETS * round(delta * self.edge_d) if self.edge_d else 0
         return max(AUTO_PATHS, self.replicas * per)
 
     def dmft(self, delta: float) -> DMFTSetup:
@@ -167,6 +166,8 @@ class Evaluation:
     overlap2: list
     hard_z: list = field(default_factory=list)  # per checkpoint: per-replica lowest negative hard outlier
     sectors: tuple = ()  # m = inf, per checkpoint: (antisymmetric, s.e., symmetric, s.e.) indicators
+    indicator_replicas: list = field(default_factory=list)  # per checkpoint: the replicas' indicators
+    clipped_replicas: list = field(default_factory=list)    # (the jackknife of thresholds.crossing eq. (4))
 
     def at(self, step):
         return self.steps.index(step)

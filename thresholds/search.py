@@ -48,10 +48,10 @@ from .crossing import crossing
 from .dmft import checkpoints
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate
-from .hessian import CLIP_QUANTILE, CUT_RESOLVED, hard_dimension, paths_below_cut, sample_quantile
+from .hessian import CLIP_QUANTILE, hard_dimension
 from .nn import NNResult, NNSetup
 from .numbers import differences_beyond_noise, welch_dof
-from .store import result_key, store_delta_nn
+from .store import carries_replicas, result_key, store_delta_nn
 
 
 class _Indicators:
@@ -98,7 +98,7 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
     setup.validate()
     if cache:
         hit = _disk.load("nn", result_key(setup), expect=NNResult)
-        if hit is not None:
+        if hit is not None and carries_replicas(hit):
             return hit
     start = time.time()
     hard_dimension(setup.link, setup.m)  # checked before any long computation
@@ -221,13 +221,12 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
                      "after the first phase stops moving: validation/reports/settle)")
     if main.found and clip.found and (clip.high < main.low or clip.low > main.high):
         notes.append(f"tail-driven: with G clipped at its {CLIP_QUANTILE:g} quantile delta_NN = {clip.value:.4g}")
-    if setup.edge_d:  # the cut of hessian eq. (5) needs a few paths below its quantile
-        n = ref.delta * setup.edge_d
+    if setup.edge_d:  # hessian eq. (5) needs a data set of n paths in every replica
+        n = round(ref.delta * setup.edge_d)
         per = setup.paths_at(ref.delta) // setup.replicas
-        if paths_below_cut(per, n) < CUT_RESOLVED:
-            notes.append(f"the left tail is cut at the extreme of n = {n:.0f} samples, but {per} paths per replica "
-                         f"put {paths_below_cut(per, n):.1f} below it: the cut is poorly resolved (use at least "
-                         f"{math.ceil(CUT_RESOLVED / sample_quantile(n)) * setup.replicas} paths)")
+        if per < n:
+            notes.append(f"the plain indicator is stated for data sets of n = {n} samples, but a replica has {per} "
+                         f"paths: its left tail is that of {per} samples (use at least {n * setup.replicas} paths)")
     return notes
 
 
@@ -276,16 +275,16 @@ def _path_remedy(setup: NNSetup, delta: float, fewer_per_replica: int) -> str:
     if not setup.source_tol:
         return ("the plain sources back-end carries a self-interaction that grows with t: use --source-tol 1e-3 "
                 "(dmft eq. (6b)), more paths or the finite-d GD law")
-    if setup.edge_d:
-        n = delta * setup.edge_d
-        cause = (f"(the cut at n = {n:.0f} samples, hessian eq. (5), has {paths_below_cut(fewer_per_replica, n):.1f} "
-                 "paths per replica below it in the run with fewer paths)")
-    else:
-        cause = ("(its left edge is the minimum over the paths; the clipped indicator does not move in "
-                 "validation/reports/dmft_paths): --edge-d D puts the edge of a data set at d = D instead "
-                 "(hessian eq. (5))")
-    return (f"with the truncated source basis this is mostly the extreme values of G {cause}; more paths or a "
-            "smaller --source-tol check the rest")
+    if not setup.edge_d:
+        return ("with the truncated source basis this is mostly the extreme values of G (its left edge is the minimum "
+                "over the paths; the clipped indicator does not move in validation/reports/dmft_paths): --edge-d D "
+                "puts the edge of a data set at d = D instead (hessian eq. (5)); more paths or a smaller "
+                "--source-tol check the rest")
+    n = round(delta * setup.edge_d)
+    return (f"each replica's plain indicator is a mean over data sets of n = {n} paths (hessian eq. (5); "
+            f"{fewer_per_replica // max(1, n)} per replica in the run with fewer paths), which moves only by its noise, "
+            "so the law itself moves with the paths (the self-interaction the truncated source basis leaves): more "
+            "paths, or a smaller --source-tol with --own-term (dmft eq. (6e)), check it")
 
 
 def _closing_notes(setup, ref, lo, below, main) -> list:

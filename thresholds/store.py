@@ -3,7 +3,8 @@
 Three kinds of entries in the on-disk cache (thresholds.cache), each keyed by what determines it:
 
 * ``nn``: a whole search (thresholds.search.delta_nn), keyed by every field of the NNSetup
-  (``setup_fields``), the tail-clip quantile and the version of the search rules;
+  (``setup_fields``), the tail-clip quantile, the version of the search rules and, with ``edge_d``, the rule of
+  thresholds.hessian eq. (5);
 * ``nn-eval``: the indicators at one delta (thresholds.evaluation), keyed by the setup without its
   search settings, the delta and what was located;
 * ``validation``: the extrapolated crossing of a finite-d GD sweep (``thresholds validate``), keyed
@@ -20,7 +21,7 @@ import math
 from dataclasses import asdict
 
 from . import cache
-from .hessian import CLIP_QUANTILE
+from .hessian import CLIP_QUANTILE, TAIL_RULE
 from .nn import NNResult, NNSetup
 
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
@@ -50,7 +51,18 @@ def setup_fields(setup: NNSetup) -> dict:
 
 
 def result_key(setup: NNSetup) -> dict:
-    return {"nn": setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
+    key = {"nn": setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
+    if setup.edge_d:  # hessian eq. (5) as data sets of n paths; searches made with the earlier cut are not reused
+        key["tail"] = TAIL_RULE
+    return key
+
+
+def carries_replicas(record) -> bool:
+    """Whether a cached Evaluation (or every evaluation of a cached NNResult) holds its replicas' indicators, which
+    the interval of thresholds.crossing eq. (4) needs; entries stored before they were kept are recomputed (their
+    keys stay valid, the entries do not)."""
+    evals = record.evaluations if isinstance(record, NNResult) else [record]
+    return all(e.indicator_replicas for e in evals)
 
 
 def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
@@ -58,12 +70,13 @@ def cached_delta_nn(setup: NNSetup, *, any_search: bool = False):
     ``any_search``, a result of the same setup run with other search settings or law precision
     (``RELAXED_FIELDS``) is returned when the exact one is missing (its ``setup`` says which)."""
     hit = cache.load("nn", result_key(setup), expect=NNResult)
+    hit = hit if hit is not None and carries_replicas(hit) else None
     if hit is not None or not any_search:
         return hit
     want = {k: v for k, v in asdict(setup).items() if k not in RELAXED_FIELDS}
     for key in cache.keys("nn"):
         other = cache.load_key("nn", key, expect=NNResult)
-        if other is None:
+        if other is None or not carries_replicas(other):
             continue
         theirs = {k: v for k, v in asdict(other.setup).items() if k not in RELAXED_FIELDS}
         # the file name must be the key the current code gives that setup (same version and search rules)

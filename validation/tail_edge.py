@@ -1,5 +1,6 @@
 """The lower tail of the Hessian weight G in the d = inf (DMFT) law, and the left edge of a data set of
-n samples drawn from it (thresholds.hessian eq. (5)).
+n samples drawn from it by the median-minimum cut (the earlier form of thresholds.hessian eq. (5), which
+now averages over data sets of n paths instead: ``validation.data_sets_check``).
 
 Two records, one JSON line each in ``validation/reports/tail_edge/<case>.jsonl`` (runs already in the
 file are skipped, so an interrupted job resumes):
@@ -37,8 +38,7 @@ import click
 import numpy as np
 
 from thresholds.dmft import solve_dmft
-from thresholds.hessian import (CUT_RESOLVED, _clip_lower, hessian_weight, paths_below_cut, sample_quantile,
-                                spectra_of_law)
+from thresholds.hessian import _clip_lower, hessian_weight, sample_quantile, spectra_of_law
 from thresholds.outlier import lowest_outlier
 from thresholds.stieltjes import WeightLaw, bulk_edges, spike_weight
 from thresholds.laws import FirstPhaseLaw, dmft_law
@@ -47,6 +47,12 @@ from validation.dmft_paths import CASES, case_setup, read_lines
 
 OUT = Path(__file__).parent / "reports" / "tail_edge"
 SOURCE_TOL = 1e-3  # the unbiased DMFT law (thresholds.dmft eq. (6b), validation/reports/dmft_paths)
+CUT_RESOLVED = 3  # the cut is resolved when at least this many paths per replica lie below its quantile
+
+
+def paths_below_cut(paths: int, n: float) -> float:
+    """Expected number of a replica's ``paths`` below the median-minimum cut at n samples."""
+    return paths * sample_quantile(n)
 
 
 def tail_line(case: str, n: int, seed: int = 1, steps: int = 0) -> dict:
@@ -77,8 +83,9 @@ def edge_line(case: str, n: int, replicas: int, dims: list, source_tol: float = 
     line["plain"] = [plain.negative_indicator, plain.negative_indicator_err]
     line["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
     for d in dims:
-        sp = spectra_of_law(setup, final, outliers="none", edge_d=d)[setup.steps]
-        line["cut"][str(d)] = [sp.negative_indicator, sp.negative_indicator_err, sp.notes[-1]]
+        q = sample_quantile(setup.delta * d)
+        v, e = mean_se([_cut_indicator(setup, r.u, r.y, r.g, q, "weighted") for r in final.steps[setup.steps]])
+        line["cut"][str(d)] = [v, e, f"median-minimum cut at n = {setup.delta * d:.0f} samples"]
     line["seconds"] = time.time() - start
     return line
 
