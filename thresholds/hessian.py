@@ -40,7 +40,7 @@ retrieval, delta 16, step 400: the minimum of G over 2e4 / 8e4 / 3.2e5 / 1.28e6 
 data set of as many samples as there are paths per replica.  With ``tail_n`` = n the plain quantities
 (left edge, indicator, lowest outlier) are those of data sets of n samples from the d = inf law: each
 replica's N paths (exchangeable) are split into k = max(1, floor(N / n)) disjoint data sets of n
-consecutive paths, and
+consecutive paths (at most 16: the floor of automatic paths would otherwise make hundreds of tiny ones), and
 
     plain indicator of the replica = (1/k) sum_{data sets} I(empirical law of its n paths),       (5)
 
@@ -147,16 +147,18 @@ def sample_quantile(n: float) -> float:
 
 
 DATA_SETS = 4  # eq. (5): automatic DMFT paths per replica hold this many data sets of n samples (thresholds.nn)
+MAX_DATA_SETS = 16  # eq. (5) uses at most this many per replica (small n under the floor of automatic paths)
 TAIL_RULE = "data sets"  # eq. (5)'s rule in the cache key of a search with edge_d (thresholds.store)
 
 
 def data_sets(law: ReplicaLaw, n: float) -> list:
-    """Eq. (5): a replica's paths as max(1, floor(N / n)) disjoint data sets of n consecutive paths (n rounded), each
-    with its weights renormalised; a replica of fewer than n paths is one data set of all of them."""
+    """Eq. (5): a replica's paths as max(1, floor(N / n)) disjoint data sets of n consecutive paths (n rounded, at
+    most MAX_DATA_SETS of them), each with its weights renormalised; a replica of fewer than n paths is one data set
+    of all of them."""
     N = np.shape(law.y)[0]
     size = min(max(1, int(round(n))), N)
     out = []
-    for k in range(N // size):
+    for k in range(min(N // size, MAX_DATA_SETS)):
         part = slice(k * size, (k + 1) * size)
         w = np.asarray(law.w[part], dtype=float)
         out.append(ReplicaLaw(law.u[part], law.y[part], law.g[part], w / w.sum()))
@@ -406,7 +408,7 @@ def _over_data_sets(one, act, setup, r: ReplicaLaw, outliers: bool, n: float) ->
 
 def _tail_note(n: float, edge_d: int, paths: int) -> str:
     """What eq. (5) did at one step: how many data sets of n paths the replicas held."""
-    k = paths // max(1, round(n))
+    k = min(paths // max(1, round(n)), MAX_DATA_SETS)
     if k == 0:
         return (f"plain law: one data set of {paths} paths per replica, fewer than the n = {n:.0f} samples of a data "
                 f"set at d = {edge_d} (eq. (5) of thresholds.hessian): its left tail is that of {paths} samples "
