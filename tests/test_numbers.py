@@ -109,3 +109,31 @@ def test_jackknife_interval_covers_whatever_the_replicas_share(common, independe
         c = crossing(_replica_evals(deltas, vals), 1)
         covered += c.low <= 11.0 <= c.high
     assert covered >= 0.92 * 400, covered
+
+
+def test_seed_spread_reads_a_search_and_drops_the_replicas_for_the_plain_interval(tmp_path):
+    """validation.seed_spread: from a search's JSON, the interval of eq. (4) is crossing() on its evaluations, and the
+    plain one crossing() on the same evaluations without their replicas' values; the table's mean and sd are NumPy's."""
+    import json
+    from dataclasses import asdict
+    from thresholds.crossing import crossing
+    from validation.seed_spread import intervals, table
+    rng = np.random.default_rng(5)
+    deltas = np.array([9.0, 10.0, 10.5, 11.0, 11.5, 12.0])
+    paths, values = [], []
+    for seed in range(3):
+        vals = 0.25 * (deltas[:, None] - 10.8) + rng.normal(0, 0.1, 8)[None, :] + rng.normal(0, 0.05, (6, 8))
+        evals = _replica_evals(deltas, vals)
+        c = crossing(evals, 1)
+        res = {"setup": {"steps": 1, "seed": seed}, "delta_nn": c.value, "evaluations": [asdict(e) for e in evals]}
+        x, jack, plain = intervals(res)
+        assert (x, jack.low, jack.high) == (c.value, c.low, c.high)
+        for e in evals:
+            e.indicator_replicas = []
+        p = crossing(evals, 1)
+        assert (plain.low, plain.high) == (p.low, p.high)
+        paths.append(tmp_path / f"s{seed}.json")
+        paths[-1].write_text(json.dumps(res))
+        values.append(c.value)
+    text = table([str(p) for p in paths])
+    assert f"mean {np.mean(values):.3f}" in text and f"standard deviation {np.std(values, ddof=1):.3f}" in text
