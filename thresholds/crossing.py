@@ -65,10 +65,9 @@ def jackknife_widened(c: Crossing, deltas: list, reps: list) -> Crossing:
     """Eq. (4): ``c`` (the crossing of the replica means at ``deltas``) with its interval widened to the jackknife
     interval over the replicas; ``reps[i]`` holds the R replicas' values at ``deltas[i]`` (replica r the same
     seed at every delta).  Unchanged when the crossing is at the first point or absent, or with R < 2."""
-    R = {r.size for r in reps}
-    if not c.found or c.low == 0.0 or len(R) != 1 or R.pop() < 2:
-        return c
     R = reps[0].size
+    if not c.found or c.low == 0.0 or R < 2 or any(r.size != R for r in reps):
+        return c
     total = np.array([r.sum() for r in reps])
     loo = [first_crossing([(d, (t - r[k]) / (R - 1), 0.0) for d, t, r in zip(deltas, total, reps)]).value
            for k in range(R)]

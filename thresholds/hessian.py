@@ -115,8 +115,8 @@ class HessianSpectrum:
     negative_indicator_clipped_err: float = math.nan
     hard_z: list = field(default_factory=list)  # per replica: lowest hard outlier below 0 (nan: none)
     sectors: tuple = ()  # m -> inf: (antisymmetric, s.e., symmetric, s.e.) indicators (thresholds.meanfield)
-    indicator_replicas: list = field(default_factory=list)  # per replica: the plain and the clipped indicator
-    clipped_replicas: list = field(default_factory=list)
+    indicator_replicas: list = field(default_factory=list)  # per replica: the plain indicator
+    clipped_replicas: list = field(default_factory=list)    # per replica: the clipped indicator
 
     @property
     def negative_outlier(self) -> bool | None:
@@ -151,14 +151,19 @@ MAX_DATA_SETS = 16  # eq. (5) uses at most this many per replica (small n under 
 TAIL_RULE = "data sets"  # eq. (5)'s rule in the cache key of a search with edge_d (thresholds.store)
 
 
+def data_set_count(paths: int, n: float) -> int:
+    """Eq. (5): how many data sets of n samples (n rounded) a replica of ``paths`` paths holds, at most MAX_DATA_SETS
+    (0 when it has fewer than n paths)."""
+    return min(paths // max(1, round(n)), MAX_DATA_SETS)
+
+
 def data_sets(law: ReplicaLaw, n: float) -> list:
-    """Eq. (5): a replica's paths as max(1, floor(N / n)) disjoint data sets of n consecutive paths (n rounded, at
-    most MAX_DATA_SETS of them), each with its weights renormalised; a replica of fewer than n paths is one data set
-    of all of them."""
+    """Eq. (5): a replica's paths as ``data_set_count`` disjoint data sets of n consecutive paths (n rounded), each
+    with its weights renormalised; a replica of fewer than n paths is one data set of all of them."""
     N = np.shape(law.y)[0]
-    size = min(max(1, int(round(n))), N)
+    size = min(max(1, round(n)), N)
     out = []
-    for k in range(min(N // size, MAX_DATA_SETS)):
+    for k in range(max(1, data_set_count(N, n))):
         part = slice(k * size, (k + 1) * size)
         w = np.asarray(law.w[part], dtype=float)
         out.append(ReplicaLaw(law.u[part], law.y[part], law.g[part], w / w.sum()))
@@ -408,7 +413,7 @@ def _over_data_sets(one, act, setup, r: ReplicaLaw, outliers: bool, n: float) ->
 
 def _tail_note(n: float, edge_d: int, paths: int) -> str:
     """What eq. (5) did at one step: how many data sets of n paths the replicas held."""
-    k = min(paths // max(1, round(n)), MAX_DATA_SETS)
+    k = data_set_count(paths, n)
     if k == 0:
         return (f"plain law: one data set of {paths} paths per replica, fewer than the n = {n:.0f} samples of a data "
                 f"set at d = {edge_d} (eq. (5) of thresholds.hessian): its left tail is that of {paths} samples "

@@ -48,7 +48,7 @@ from .crossing import crossing
 from .dmft import checkpoints
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate
-from .hessian import CLIP_QUANTILE, hard_dimension
+from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
 from .nn import NNResult, NNSetup
 from .numbers import differences_beyond_noise, welch_dof
 from .store import carries_replicas, result_key, store_delta_nn
@@ -282,7 +282,7 @@ def _path_remedy(setup: NNSetup, delta: float, fewer_per_replica: int) -> str:
                 "--source-tol check the rest")
     n = round(delta * setup.edge_d)
     return (f"each replica's plain indicator is a mean over data sets of n = {n} paths (hessian eq. (5); "
-            f"{fewer_per_replica // max(1, n)} per replica in the run with fewer paths), which moves only by its noise, "
+            f"{data_set_count(fewer_per_replica, n)} per replica in the run with fewer paths), which moves only by its noise, "
             "so the law itself moves with the paths (the self-interaction the truncated source basis leaves): more "
             "paths, or a smaller --source-tol with --own-term (dmft eq. (6e)), check it")
 

@@ -6,8 +6,8 @@ Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
 * quad with y = 3 tanh(z^2) at eta = 1e-4, 8 steps (a threshold is found: the
   bisection runs to the end; the interval printed includes the Monte Carlo part);
 * quad / phase_retrieval (eta = 0.05) and gelu / phase_retrieval (every setting at its
-  default) on the default DMFT law (NNSetup.from_problem: truncated source basis, the
-  edge of n = delta 1000 samples, automatic paths, the path check at twice the paths);
+  default) on the default DMFT law (NNSetup.from_problem: truncated source basis, data
+  sets of n = delta 1000 samples, automatic paths, the path check at twice the paths);
 * the same two on the finite-d GD law, the cross-check (d = 1000, 3 seeds, float32 data).
 Select one with -k, e.g. -k dmft.  The "bracket" column is the final search bracket
 (rtol); the interval printed also carries the Monte Carlo error.
