@@ -5,9 +5,15 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
 --c 0`` for eta 0.05).  Prints, per (activation, m), the forced and GD crossings at ``--d`` with z = difference
 / combined s.e., and the per-point rates; ``--plot`` draws the crossing against m for both activations.
 
-    python -m validation.forced_width --d 200 --out validation/reports/planted/forced/stratified \\
+    F=validation/reports/planted/forced
+    python -m validation.forced_width --d 200 --out $F/stratified $F/paths20000_m4 $F/eq4b $F/paths80000 \\
         --plot validation/reports/planted/width/forced_vs_m_d200.png \\
         --reference validation/reports/conventions/finite_d_width.md
+    (and --d 800 --plot .../forced_vs_m_d800.png with the same --out)
+
+The order of ``--out`` matters: the last directory that holds a point gives its crossing.  eq4b holds the m = 8
+trials with 40k paths at source tolerance 1e-2 that thresholds.forced eq. (4b) found too few (width section 8f), so
+paths80000 (80k paths, the converged law) comes after it.
 """
 
 from __future__ import annotations
