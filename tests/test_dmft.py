@@ -418,6 +418,47 @@ def test_response_noise_variance_is_the_monte_carlo_variance_of_each_sum():
                              response_noise=1.0))
 
 
+def test_joint_forcing_gives_the_response_sums_the_data_sets_weights():
+    """dmft eq. (7d): one step of ``_sources_step`` with the factors 1 + zeta of a data set's weights.  "initial": RA
+    (hence A(t + 1)) is sum_p omega_p (1 + zeta_p) psi_p nu_p^T / rho0 and RB (hence Bt(t + 1)) keeps the plain
+    weights; "all": both take them; the signal rows are eq. (7b)'s either way.  Against sums written out; the field is
+    in the cache key only when set, and needs the forcing of eq. (7b)."""
+    from thresholds.dmft import _sources_step
+    rng = np.random.default_rng(5)
+    n, m, T, r0 = 40, 2, 3, 2
+    base = DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, T, m=m, rho0=0.7, paths=n, replicas=1, planted=(0.1, 0.2),
+                     forcing_n=20.0)
+    omega = np.full(n, 1.0 / n)
+    psi, nu, epsT = rng.standard_normal((n, m)), rng.standard_normal((n, m)), rng.standard_normal((T * m, n))
+    zeta, gE = rng.standard_normal(n), rng.standard_normal((n, 1))
+    wpsi = omega[:, None] * psi
+    Lpsi = rng.standard_normal((T * m, T * m))
+
+    def step(mode):
+        A, Bt, Msig = np.zeros((T + 1, m, m)), np.zeros((T + 1, m, T * m)), np.zeros((T + 1, 1, m))
+        A[0] = np.eye(m)
+        _sources_step(0, replace(base, forcing_joint=mode), wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r0 + m,
+                      np.hstack([gE, gE * zeta[:, None]]), slice(0, 1), omega, None,
+                      (1.0 + zeta) if mode else None)
+        return A[1], Bt[1], Msig[1]
+    eta, w = base.eta, omega * (1.0 + zeta)
+    RA_plain, RA_joint = (np.einsum("p,pi,pj->ij", v, psi, nu) / 0.7 for v in (omega, w))
+    RB_plain, RB_joint = (math.sqrt(3.0) * np.einsum("p,pi,Jp->iJ", v, psi, epsT[:r0]) for v in (omega, w))
+    rows = Lpsi[0:m, : r0 + m]
+    sig = eta * np.einsum("p,p,pi->i", w, gE[:, 0], psi)
+    for mode, RA, RB in (("", RA_plain, RB_plain), ("initial", RA_joint, RB_plain), ("all", RA_joint, RB_joint)):
+        A1, Bt1, M1 = step(mode)
+        np.testing.assert_allclose(A1, np.eye(m) + eta * RA, rtol=1e-12, err_msg=mode)
+        np.testing.assert_allclose(Bt1[:, :r0], eta * RB + eta * rows[:, :r0], rtol=1e-12, err_msg=mode)
+        np.testing.assert_allclose(M1[0], sig, rtol=1e-12, err_msg=mode)
+    assert "forcing_joint" not in base.cache_key()
+    assert replace(base, forcing_joint="initial").cache_key()["forcing_joint"] == "initial"
+    with pytest.raises(ThresholdsError, match="forcing_joint"):
+        replace(base, forcing_joint="yes").validate()
+    with pytest.raises(UnsupportedError, match="eq. \\(7b\\)"):
+        replace(base, forcing_n=0.0, forcing_joint="all").validate()
+
+
 def test_the_every_source_path_bias_is_not_response_noise():
     """The plain scheme's path bias (quad, delta 16, 200 steps, as above) is the self-interaction of eq. (6b), not
     the Monte Carlo noise of the response sums: 4 x 12000 paths with the response noise of 4 x 4000 (eq. (6c),

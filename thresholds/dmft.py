@@ -181,6 +181,20 @@ norms and overlaps fluctuate by O(d^{-1/2}), the order of the hard overlaps.  A 
     A(0) = chol(G),   so that   Cov(w_j^0, w_k^0) = rho0^2 G_jk                                         (7c)
 (the rest of the recursion is unchanged: A(0) enters C, the memory and the responses as any A(t)).
 
+Joint forcing (``forcing_joint``, with ``forcing_n``; a diagnostic of the forced trials' error model).  Eq. (7b)
+gives the data set's fluctuation to the hard gradient alone.  The same n samples enter every other sample sum of
+the update, and those along a fixed, finite set of directions are O(1) coordinates with O(n^{-1/2}) fluctuations
+like M_H: the sums along the initial directions, RA = E[psi nu^T] / rho0 (the A coordinates, eq. (3)).  With
+``forcing_joint`` the response sums take the data set's weights omega_p (1 + zeta_p) of eq. (7b), the same zeta as
+the hard forcing,
+
+    "initial":  RA = sum_p omega_p (1 + zeta_p) psi_p nu_p^T / rho0;   "all": RB likewise on the sources,   (7d)
+
+so that the A coordinates and the hard coordinate fluctuate together, as one data set makes them.  "all" counts the
+samples' fluctuation on the sources twice: the sources are the directions of the past psi, built from the samples
+themselves, and their aggregate fluctuation is already the memory term psit / delta of eq. (1) (measured: the hard
+part collapses, validation/reports/planted/width section 9d).
+
 ``population_risk`` False skips the test loss of runs with signal rows (a quarter of a planted run's time at
 20k paths; NaN in its place); its generator is still drawn, so every other output is unchanged.
 
@@ -263,6 +277,7 @@ class DMFTSetup:
     response_noise: float = 0.0  # ``sources``: add k times the Monte Carlo variance of the response sums (eq. (6c))
     path_dtype: str = "float64"  # ``sources``: storage of the per-path source arrays (eq. (6d)): "float64" or "float32"
     own_term: bool = False  # ``sources``: subtract each path's own term of the response sums from its field (eq. (6e))
+    forcing_joint: str = ""  # with forcing_n: the data-set weights in the response sums too, "all" or "initial" (eq. (7d))
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -293,6 +308,8 @@ class DMFTSetup:
             del key["path_dtype"]
         if not self.own_term:
             del key["own_term"]
+        if not self.forcing_joint:
+            del key["forcing_joint"]
         return key
 
     def validate(self):
@@ -357,6 +374,10 @@ class DMFTSetup:
                                    "spherical GD")
         if self.forcing_n and not self.planted:
             raise UnsupportedError("the finite-n hard forcing (eq. (7b)) acts on a planted run's hard overlap")
+        if self.forcing_joint not in ("", "all", "initial"):
+            raise ThresholdsError(f"forcing_joint must be '', 'all' or 'initial', got {self.forcing_joint!r}")
+        if self.forcing_joint and not self.forcing_n:
+            raise UnsupportedError("the joint forcing (eq. (7d)) needs the finite-n forcing of eq. (7b) (forcing_n > 0)")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
         need = self.memory_bytes()
@@ -644,7 +665,7 @@ def _forcing_weights(setup, rng, omega):
 
 
 def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_forced=None, hard_rows=None,
-                  omega=None, noise_rng=None):
+                  omega=None, noise_rng=None, joint=None):
     """From the whitened psi^t to step t + 1 (module docstring, ``sources``): the
     responses on the sources by Gaussian integration by parts, sum_r R(t,r) A(r) = E[psi^t nu^T]/rho0 and
     sum_r R(t,r) Bt(r,J) = sqrt(delta) E[psi^t eps_J] (eq. 6), and the weight-side recursions (3)-(4) of A,
@@ -652,12 +673,15 @@ def _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r0, r1, gE_fo
     the whitening of step t (t m and (t + 1) m with every source); the sources r0..r1 - 1 opened at step t
     enter from step t + 1 on.  ``gE_forced``: None (no forcing), or the columns [gE, zeta g_H] whose last r_H
     give the finite-n fluctuation of the hard gradient on the signal rows ``hard_rows`` (eq. (7b), zeta the
-    per-path forcing weights).  ``noise_rng`` (with the path weights ``omega``): eq. (6c)."""
+    per-path forcing weights).  ``noise_rng`` (with the path weights ``omega``): eq. (6c).  ``joint`` (eq. (7d)): the
+    factors 1 + zeta_p of the data set's weights, which the sums along the initial directions (RA) take, and with
+    ``setup.forcing_joint`` "all" those on the sources (RB) too."""
     M, P = wpsi.shape[1], t * wpsi.shape[1]
     eta, lam, rho0 = setup.eta, setup.weight_decay, setup.rho0
     rows = Lpsi[P : P + M, :r1]
-    RA = wpsi.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
-    RB = math.sqrt(setup.delta) * _times_paths(wpsi, epsT[:r0])
+    wresp = wpsi if joint is None else wpsi * joint[:, None]   # eq. (7d)
+    RA = wresp.T @ nu / rho0 if rho0 > 0 else np.zeros((M, M))
+    RB = math.sqrt(setup.delta) * _times_paths(wresp if setup.forcing_joint == "all" else wpsi, epsT[:r0])
     if noise_rng is not None:
         RA, RB = _response_noise(setup, wpsi, omega, nu, epsT[:r0], RA, RB, noise_rng)
     A[t + 1] = (1 - eta * lam) * A[t] + eta * RA
@@ -865,6 +889,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
     zeta = _forcing_weights(setup, rng, omega) if setup.forcing_n else None
     noise_rng = _own_generator(rng, 8) if setup.response_noise else None   # eq. (6c); the paths do not change
     gE_forced = None if zeta is None else np.hstack([gE, gE[:, hard_rows] * zeta[:, None]])  # eq. (7b)
+    joint = 1.0 + zeta if setup.forcing_joint else None   # eq. (7d)
     nu = rng.standard_normal((n, M))
     # Per-path arrays are stored (column J, path): row J of epsT is source J = s m + k (causal in the horizon),
     # row J of PsitT the whitened psi path J, so that X[:P] is one contiguous block (the memory-bound products).
@@ -930,7 +955,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
             epsT, PsitT, both = _grow_source_rows(setup, t, (epsT, PsitT, both), r + M)
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
         _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows, omega,
-                      noise_rng)
+                      noise_rng, joint)
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)

@@ -73,17 +73,20 @@ def gd_run(problem: Problem, delta: float, d: int, q: float, seed: int, ramp: bo
 
 
 def dmft_run(problem: Problem, delta: float, q: float, seed: int, *, d: int = 0, paths: int = 20000,
-             source_tol: float = 1e-3, response_noise: float = 0.0, ramp: bool = False) -> dict:
+             source_tol: float = 1e-3, response_noise: float = 0.0, ramp: bool = False, joint: str = "") -> dict:
     """The planted DMFT from eq. (1): forced with n = delta d samples (thresholds.forced eq. (1m)) when d > 0,
     the d = inf dynamics when d = 0; ``response_noise`` k adds k times the response sums' Monte Carlo variance
-    (thresholds.dmft eq. (6c)), so that N paths carry the noise of N / (1 + k)."""
+    (thresholds.dmft eq. (6c)), so that N paths carry the noise of N / (1 + k); ``joint``: the forcing's data-set
+    weights in the response sums too (thresholds.dmft eq. (7d))."""
     n = float(delta) * d
     setup = DMFTSetup.from_problem(problem, delta, paths=int(max(paths, math.ceil(n))), replicas=1, seed=seed,
                                    planted=start(problem.m, q, ramp), source_tol=source_tol, forcing_n=n,
-                                   forcing_seed=seed, population_risk=False, response_noise=response_noise)
+                                   forcing_seed=seed, population_risk=False, response_noise=response_noise,
+                                   forcing_joint=joint if d else "")
     res = solve_dmft(setup, cache=False)
     return {"route": "forced" if d else "dmft", "d": d, "seed": seed, "paths": setup.paths,
             "source_tol": source_tol, **({"response_noise": response_noise} if response_noise else {}),
+            **({"joint": joint} if joint and d else {}),
             "sources": res.sources[0], "seconds": round(res.seconds, 1), **parts(res.hard_overlap, res.norm2)}
 
 
@@ -91,7 +94,8 @@ def label(r: dict) -> str:
     if r["route"] == "gd":
         return f"GD, d = {r['d']}"
     tail = f"{r['paths'] / 1000:g}k paths, tol {r['source_tol']:g}" + (
-        f", response noise x{r['response_noise']:g}" if r.get("response_noise") else "")
+        f", response noise x{r['response_noise']:g}" if r.get("response_noise") else "") + (
+        f", joint forcing ({r['joint']})" if r.get("joint") else "")
     return f"forced, d = {r['d']}, {tail}" if r["route"] == "forced" else f"DMFT d = inf, {tail}"
 
 
@@ -132,6 +136,9 @@ def main(argv=None):
                     "thresholds.dmft eq. (6c), 0 when left out)")
     ap.add_argument("--dmft-seeds", type=int, default=2)
     ap.add_argument("--ramp", action="store_true", help="unequal planted sizes, eq. (1r)")
+    ap.add_argument("--joint", default="", choices=["", "all", "initial"],
+                    help="forced trials with the data-set weights in the response sums too: all of them, or those along "
+                    "the initial directions (thresholds.dmft eq. (7d))")
     ap.add_argument("--summary", action="store_true", help="print the table of the records so far")
     args = ap.parse_args(argv)
     problem = Problem(args.activation, "phase_retrieval", eta=args.eta, steps=args.steps, m=args.m)
@@ -140,8 +147,8 @@ def main(argv=None):
     if args.summary:
         print("\n".join(summarize(rows)))
         return
-    done = {(r["route"], r["d"], r["seed"], r.get("paths"), r.get("source_tol"), r.get("response_noise", 0.0))
-            for r in rows}
+    done = {(r["route"], r["d"], r["seed"], r.get("paths"), r.get("source_tol"), r.get("response_noise", 0.0),
+             r.get("joint", "")) for r in rows}
     dims = [int(v) for v in args.dims.split(",")]
     seeds = [int(v) for v in args.gd_seeds.split(",")]
     jobs = []
@@ -155,15 +162,16 @@ def main(argv=None):
         jobs += [("gd", d, 1000 + s, None, None, 0.0) for s in range(k)]
     for route, d, seed, paths, tol, noise in jobs:
         if route == "gd":
-            if (route, d, seed, None, None, 0.0) in done:
+            if (route, d, seed, None, None, 0.0, "") in done:
                 continue
             rec = gd_run(problem, args.delta, d, args.q, seed, args.ramp)
         else:
             n_paths = paths if paths else paths_for(args.delta, d, m=args.m, source_tol=tol)   # forced eq. (4)
-            if (route, d, seed, n_paths, tol, noise) in done:
+            joint = args.joint if route == "forced" else ""
+            if (route, d, seed, n_paths, tol, noise, joint) in done:
                 continue
             rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol, response_noise=noise,
-                           ramp=args.ramp)
+                           ramp=args.ramp, joint=joint)
         records.append(out, rec)
         print(f"{label(rec)}, seed {seed}: hard at t = {args.steps} {rec['hard'][-1]:.4f}", flush=True)
     print("\n".join(summarize(records.read(out))))
