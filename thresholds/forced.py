@@ -401,7 +401,7 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "fewer (16; a prediction with them 3.22 +- 0.06 against GD 2.99, 80k at 1e-3 3.04). "
          "m = 16 (5000 m paths) misses at d = 200: quad 3.30 +- 0.05 against GD 3.15 +- 0.03 (+2.9; 9 of 20 trials "
          "escape at delta 3.25 against 31 of 40 GD runs; 160k paths: +0.003 +- 0.022 in the final hard fraction of 10 "
-         "of them), gelu 5.56 +- 0.16 against 5.33 +- 0.06 (+1.4; 1 / 5 / 8 of 10 at delta 5 / 5.5 / 6); at d = "
+         "of them), gelu 5.47 +- 0.12 against 5.33 +- 0.06 (+1.1; 3 / 11 / 17 of 20 at delta 5 / 5.5 / 6); at d = "
          "800 quad 3.62 +- 0.07 against 3.55 +- 0.02 (+0.9, 10 trials at two deltas) and gelu 6.90 +- 0.15 against "
          "6.76 +- 0.09 (+0.8; width section 9). "
          "The first candidate for the miss: at grown hard overlaps GD's hard forcing is weaker than the trials' "
