@@ -26,3 +26,18 @@ def test_the_last_directory_holding_a_dimension_gives_its_crossing(tmp_path):
     assert 2.8 < forced_first[200][0] < 3.2
     assert 2.2 < both[200][0] < 2.7
     assert setup_crossings("quad", 0.05, 2, [second, first])[0][200] == forced_first[200]
+
+
+def test_delta_nn_files_are_drawn_at_their_width_and_other_setups_refused(tmp_path):
+    import pytest
+    from validation.forced_width import delta_nn_limits
+
+    def nn_json(name, **setup):
+        s = {"activation": "quad", "link": "phase_retrieval", "eta": 0.05, "steps": 600, "m": 2, **setup}
+        path = tmp_path / name
+        path.write_text(json.dumps({"setup": s, "found": True, "delta_nn": 8.0, "delta_nn_low": 6.2,
+                                    "delta_nn_high": 9.8}))
+        return path
+    assert delta_nn_limits([nn_json("a.json")]) == {"quad, eta 0.05": [(2, 8.0, 6.2, 9.8)]}
+    with pytest.raises(SystemExit, match="600 steps"):
+        delta_nn_limits([nn_json("b.json", steps=400)])

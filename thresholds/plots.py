@@ -205,14 +205,19 @@ def widths_figure(path, series, *, title=""):
     save_figure(plt, fig, path)
 
 
-def crossing_vs_m_figure(path, series, *, title=""):
+def crossing_vs_m_figure(path, series, *, title="", limits=None):
     """Crossing delta_1/2 against the width m: ``series`` = [(label, forced, simulated)] with ``forced`` and
     ``simulated`` = [(m, value, s.e.)] (forced DMFT trials as filled diamonds joined by a line, GD as open
-    squares), one colour per series."""
+    squares), one colour per series; ``limits``: label -> [(m, value, low, high)], the d = inf delta_NN of the
+    same setup (``thresholds nn``; triangles with their intervals, dashed)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for k, (label, forced, simulated) in enumerate(series):
         color = f"C{k}"
+        if limits and limits.get(label):
+            m, v, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(limits[label])))
+            ax.errorbar(m * 0.97, v, yerr=[v - lo, hi - v], fmt="^--", color=color, capsize=3, alpha=0.8,
+                        label=f"{label}: delta_NN, d = inf (thresholds nn)")
         if forced:
             m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
             ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")

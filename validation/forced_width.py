@@ -9,7 +9,8 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
     python -m validation.forced_width --d 200 --out $F/stratified $F/paths20000_m4 $F/eq4b $F/paths80000 \\
         --plot validation/reports/planted/width/forced_vs_m_d200.png \\
         --reference validation/reports/conventions/finite_d_width.md
-    (and --d 800 --plot .../forced_vs_m_d800.png with the same --out)
+    (and --d 800 --plot .../forced_vs_m_d800.png with the same --out; ``--delta-nn FILE ...`` draws the d = inf
+    delta_NN of `thresholds nn -T 600 [--m M] --json` files at their width)
 
 The order of ``--out`` matters: the last directory that holds a point gives its crossing.  eq4b holds the m = 8
 trials with 40k paths at source tolerance 1e-2 that thresholds.forced eq. (4b) found too few (width section 8f), so
@@ -19,6 +20,7 @@ paths80000 (80k paths, the converged law) comes after it.
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -119,6 +121,20 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5) -> list[str
     return lines
 
 
+def delta_nn_limits(files) -> dict:
+    """Series label -> [(m, delta_NN, low, high)] from `thresholds nn --json` files of phase retrieval at the 600-step
+    horizon of the crossings (a file of another setup is an error: it would be drawn against the wrong crossings)."""
+    out = {}
+    for f in files:
+        r = json.loads(Path(f).read_text())
+        s = r["setup"]
+        if s["link"] != "phase_retrieval" or s["steps"] != 600 or not r.get("found"):
+            raise SystemExit(f"{f}: not a delta_NN found at phase retrieval and 600 steps")
+        out.setdefault(f"{s['activation']}, eta {s['eta']:g}", []).append(
+            (int(s["m"]), r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"]))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, default=200)
@@ -129,6 +145,8 @@ def main(argv=None):
     ap.add_argument("--plot", type=Path, help="the crossing against m as a PNG")
     ap.add_argument("--reference", type=Path, help="write the table of crossings against the published figures "
                     "(markdown) to this file")
+    ap.add_argument("--delta-nn", type=Path, nargs="*", default=[], help="with --plot: `thresholds nn --json` files "
+                    "(phase retrieval, 600 steps) whose delta_NN is drawn at their width")
     args = ap.parse_args(argv)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
@@ -153,8 +171,9 @@ def main(argv=None):
         args.reference.write_text("\n".join(head + reference_table(dims, out=args.out)) + "\n")
     if args.plot:
         from thresholds.plots import crossing_vs_m_figure
-        crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, horizon 600 steps: forced "
-                             "DMFT trials (thresholds.forced) against GD")
+        crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "
+                             "(thresholds.forced) against GD" + (", and the d = inf delta_NN" if args.delta_nn else ""),
+                             limits=delta_nn_limits(args.delta_nn))
 
 
 if __name__ == "__main__":
