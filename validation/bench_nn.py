@@ -8,7 +8,11 @@ Goals on the 2-core machine: delta_NN for one pair to +-2% (bracket) in under
 * quad / phase_retrieval (eta = 0.05) and gelu / phase_retrieval (every setting at its
   default) on the default DMFT law (NNSetup.from_problem: truncated source basis, data
   sets of n = delta 1000 samples, automatic paths, the path check at twice the paths);
-* the same two on the finite-d GD law, the cross-check (d = 1000, 3 seeds, float32 data).
+* the same two on the finite-d GD law, the cross-check (d = 1000, 3 seeds, float32 data);
+* quad / phase_retrieval at width m = 2 and 600 steps on the default law (the m x m engine, thresholds.stieltjes_m).
+  Measured once, not from an empty cache: 1300 s on one core with two other jobs on the machine, 8.00 [6.18, 9.81],
+  11 deltas, 6 of its 13 DMFT runs read from the cache of an earlier run (validation/reports/nn/
+  quad_eta0.05_T600_m2.json); the engine's part alone is 2.6x faster with stieltjes_m eq. (6) (thresholds/METHODS.md).
 Select one with -k, e.g. -k dmft.  The "bracket" column is the final search bracket
 (rtol); the interval printed also carries the Monte Carlo error.
 
@@ -30,7 +34,9 @@ SETUPS = {"quad / 3 tanh(z^2), dmft law": NNSetup("quad", "3*tanh(z**2)", eta=1e
                                                                              search_max=32.0),
           "gelu / phase_retrieval, all defaults (dmft)": NNSetup.from_problem(Problem("gelu")),
           "quad / phase_retrieval, gd law": NNSetup("quad", eta=0.05, search_max=32.0),
-          "gelu / phase_retrieval, gd law": NNSetup("gelu")}
+          "gelu / phase_retrieval, gd law": NNSetup("gelu"),
+          "quad / phase_retrieval, m = 2, 600 steps (dmft)": NNSetup.from_problem(Problem("quad", eta=0.05, steps=600,
+                                                                                          m=2), search_max=32.0)}
 
 
 def _cold_and_warm(setup):
