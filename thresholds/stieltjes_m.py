@@ -324,9 +324,8 @@ FOLD_FRACTION_MAX = 0.99   # ... moved toward this one after each point below th
 
 def _fold_prediction(points, z_hi):
     """Eq. (6): the edge predicted from the solved points [(z, s^2)] (increasing z, decreasing s^2): the power law
-    through the last three when it has a root between the last point and ``z_hi`` (or, without a bracket, within a
-    hundred times the last three points' span), else the line through the last two; None without two usable
-    points."""
+    through the last three when it has a root between the last point and ``z_hi`` (the first z past the fold), else
+    the line through the last two; None without two usable points."""
     (z2, s2), (z3, s3) = points[-2], points[-1]
     if not s2 > s3 > 0:
         return None
@@ -338,12 +337,11 @@ def _fold_prediction(points, z_hi):
     def mismatch(ze):   # p from the first pair minus p from the second, cross-multiplied
         return math.log(s1 / s2) * math.log((ze - z2) / (ze - z3)) - math.log(s2 / s3) * math.log((ze - z1) / (ze - z2))
     lo = z3 + 1e-9 * (z3 - z2)
-    hi = z_hi if z_hi is not None else z3 + 100 * (z3 - z1)
-    if not z3 < lo < hi:   # the last two points closer than rounding allows
+    if not z3 < lo < z_hi:   # the last two points closer than rounding allows
         return line
     try:
-        if mismatch(lo) * mismatch(hi) < 0:
-            return brentq(mismatch, lo, hi, xtol=1e-14 * max(1.0, abs(z3)), rtol=1e-15)
+        if mismatch(lo) * mismatch(z_hi) < 0:
+            return brentq(mismatch, lo, z_hi, xtol=1e-14 * max(1.0, abs(z3)), rtol=1e-15)
     except (ValueError, ZeroDivisionError):
         pass
     return line
