@@ -176,7 +176,8 @@ def test_data_sets_at_width_two_are_the_matrix_engines_means():
     law = FirstPhaseLaw({10: [ReplicaLaw(u, y, g, np.full(1600, 1 / 1600)) for u, y, g in reps]})
     sp = spectra_of_law(setup, law, outliers="none", edge_d=100)[10]   # n = 800: 2 data sets per replica
     one = ENGINES["matrix"]
+    w = np.full(800, 1 / 1600)   # the data set's weights as eq. (5) renormalises them (the last bit moves the fold)
     per = [np.mean([one(get_activation("quad"), setup, 8.0, u[k:k + 800], y[k:k + 800], g[k:k + 800],
-                        np.full(800, 1 / 800), False).indicator for k in (0, 800)]) for u, y, g in reps]
+                        w / w.sum(), False).indicator for k in (0, 800)]) for u, y, g in reps]
     assert np.isfinite(sp.negative_indicator) and sp.negative_indicator == pytest.approx(np.mean(per), rel=1e-10)
     assert sp.indicator_replicas == pytest.approx(per, rel=1e-10)

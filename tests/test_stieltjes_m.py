@@ -238,3 +238,67 @@ def test_pole_check_is_the_eigenvalue_test():
         seen.add(bool(ref))
         assert _all_positive_definite(W, np.linalg.inv(alpha), delta) == ref
     assert seen == {True, False}
+
+
+def _relabelled(W, g):
+    """Every sample in all m! relabellings of its neurons (a law invariant under relabelling), and its spike latents."""
+    import itertools
+    perms = list(itertools.permutations(range(W.shape[1])))
+    return np.concatenate([W[:, p][:, :, p] for p in perms]), np.concatenate([g] * len(perms))
+
+
+@pytest.mark.parametrize("m", [2, 3, 4])
+def test_exchangeable_reduction_is_the_full_engine_on_the_relabelled_law(m):
+    # eqs. (7)-(8): on the law holding every relabelling of each sample, the two-coordinate Newton, its 2 x 2 fold
+    # and the two-sector outlier matrix give the full engine's edge, indicator and outlier
+    from thresholds.catalog import get_activation
+    from thresholds.hessian import hessian_weight_m
+    rng = np.random.default_rng(10 + m)
+    n, delta = 1500, 5.0
+    g = rng.standard_normal(n)
+    U = 0.8 * rng.standard_normal((n, m)) + 0.3 * g[:, None] * rng.choice([-1, 1], (n, 1))
+    W = hessian_weight_m(get_activation("quad"), 1.0, 0.0, U, g**2)
+    full = MatrixLaw.from_samples(*_relabelled(W, g))
+    reduced = MatrixLaw.from_samples(W, g, exchangeable=True)
+    ef, ex = left_edge(full, delta), left_edge(reduced, delta)
+    assert ex.z == pytest.approx(ef.z, rel=1e-9)
+    # each indicator is taken at its own last z below the fold (within 1e-10 of it), where alpha differs from its edge
+    # value by O(sqrt(z_edge - z)): agreement to 1e-4, as for m = 1 against the scalar engine
+    assert negative_indicator(reduced, delta, ex)[0] == pytest.approx(negative_indicator(full, delta, ef)[0], abs=1e-4)
+    zf, of = lowest_outlier(full, delta, ef)
+    zx, ox = lowest_outlier(reduced, delta, ex)
+    assert np.isfinite(zf) and zx == pytest.approx(zf, rel=1e-9) and ox == pytest.approx(of, rel=1e-6)
+    # the raw (unrelabelled) samples are another law: the full engine on them differs
+    assert abs(left_edge(MatrixLaw.from_samples(W, g), delta).z - ef.z) > 1e-6
+
+
+def test_exchangeable_reduction_with_two_hard_directions():
+    # r_H = 2 (y = g1 g2): the outlier matrix P (x) S_P + Q (x) S_Q against the full (m r_H) x (m r_H) matrix
+    from thresholds.stieltjes_m import S_matrix
+    rng = np.random.default_rng(7)
+    g = _product_samples(n=1000)
+    n, m, delta = g.shape[0], 3, 3.0
+    U = rng.standard_normal((n, m))
+    W = 0.5 * np.eye(m) + 0.5 * np.einsum("ni,nj->nij", U, U) / m - np.tanh(g[:, 0] * g[:, 1])[:, None, None] * np.eye(m)
+    Wa, ga = _relabelled(W, g)
+    full = MatrixLaw(Wa, np.einsum("ni,nj->nij", ga, ga), np.full(Wa.shape[0], 1 / Wa.shape[0]))
+    reduced = MatrixLaw(W, np.einsum("ni,nj->nij", g, g), np.full(n, 1 / n), exchangeable=True)
+    alpha, _ = solve_alpha(full, delta, -2.0)
+    alpha_x, _ = solve_alpha(reduced, delta, -2.0)
+    assert alpha_x == pytest.approx(alpha, abs=1e-10)
+    assert S_matrix(reduced, delta, alpha_x) == pytest.approx(S_matrix(full, delta, alpha), abs=1e-10)
+    # at the edge: each at its own last z below the fold (as above), agreement to 1e-4
+    assert negative_indicator(reduced, delta)[0] == pytest.approx(negative_indicator(full, delta)[0], abs=1e-4)
+
+
+def test_exchangeable_reduction_needs_two_neurons_and_uniform_a_b():
+    from thresholds.dmft import DMFTSetup
+    from thresholds.errors import ThresholdsError
+    from thresholds.hessian import exchangeable
+    G, g = _scalar_law(n=100)
+    with pytest.raises(ThresholdsError):
+        MatrixLaw.from_samples(G[:, None, None], g, exchangeable=True)
+    assert exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=3))
+    assert not exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=3, a=(1.0, -1.0, 1.0)))
+    assert not exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=2, b=(0.0, 0.5)))
+    assert not exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=1))

@@ -60,6 +60,33 @@ for the line-and-bisection rule it replaced: 2.1-3.6x less time.  The edges agre
 to 7e-5 (indicator standard errors there: 0.02-0.1): points within about 1e-9 of the fold may not converge to the
 step tolerance 1e-12 in 40 iterations (the Jacobian's smallest singular value is about 1e-4 there), so either rule
 locates the fold to about that, and alpha moves like (z_e - z)^{1/2} below it.
+
+Exchangeable neurons (``MatrixLaw.exchangeable``).  When the law of W is invariant under relabelling the neurons
+(W -> Pi W Pi^T for every permutation Pi: one a and one b for every neuron, iid initial weights), so is the solution
+of eq. (1), and the law is replaced by its average over the m! relabellings of every sample (the same expectation,
+less Monte Carlo noise).  With P = 1 1^T / m (the neurons' common mode) and Q = I - P, every invariant symmetric
+matrix is x_P P + x_Q Q, a product of two is the product of the coordinates, and the relabelling average of any M
+is its orthogonal projection
+
+    M -> (1^T M 1 / m) P + ((tr M - 1^T M 1 / m) / (m - 1)) Q.                                              (7)
+
+So alpha = a_P P + a_Q Q, eq. (1) is two equations, a_X = 1 / (-z + k_X) with k_X the coordinates of the projected
+E[K], and the Jacobian (5) restricted to span{P, Q} has the columns (E = P, Q) alpha proj(E[K E K]) alpha / delta,
+where E[K P K] = E[(K 1)(K 1)^T] / m and E[K Q K] = E[K^2] - E[K P K] need, per sample, only 1^T K 1, tr K, |K 1|^2
+and |K|_F^2 after the m x m solve for K.  A Newton step then costs O(m^3) per sample against O(m^4) (the moments)
+and O(m^6) (the Jacobian) of the full engine.  The fold (the edge) is seen in this 2 x 2 block: the map
+L(E) = alpha E[K E K] alpha = E[(alpha K) E (alpha K)^T] is completely positive, so its spectral radius rho is an
+eigenvalue with a positive semi-definite eigenvector, and the average of that eigenvector over the relabellings
+(nonzero: a sum of PSD matrices) is an invariant one with the same eigenvalue; every eigenvalue of J = I - L / delta
+has real part >= 1 - rho / delta, attained in span{P, Q}.  Hence                                           (8)
+
+    the smallest eigenvalue of the full J = that of the 2 x 2 block, and the edge is the block's fold,
+
+and the smallest singular value of eq. (6) is that of the block in the orthonormal basis (P, Q / sqrt(m - 1)).  The
+outlier matrix (2)-(3) is P (x) S_P + Q (x) S_Q, S_X = I / a_X + E[k_X (g_H g_H^T - I)] (k_X per sample the
+coordinates (7) of K): the common mode of the neurons and the (m - 1)-fold "antisymmetric" sector, whose m -> inf
+limits are thresholds.meanfield's.  Tested against the full engine on laws holding every relabelling of each sample
+(tests/test_stieltjes_m.py).  Per-neuron a_j or b_j break the invariance; the full engine applies there.
 """
 
 from __future__ import annotations
@@ -157,6 +184,101 @@ def _moments(W, w, Mh, alpha, delta, want_kk):
     return EK, EKK, EKM
 
 
+@numba.njit(cache=True)
+def _invariant(m, x_p, x_q):
+    """The m x m matrix x_p P + x_q Q (eq. (7))."""
+    out = np.empty((m, m))
+    for i in range(m):
+        for j in range(m):
+            out[i, j] = (x_q if i == j else 0.0) + (x_p - x_q) / m
+    return out
+
+
+@numba.njit(cache=True)
+def _moments_x(W, w, Mh, a_p, a_q, delta, want_kk):
+    """Eq. (7): one pass over the samples at alpha = a_p P + a_q Q giving the coordinates (k_P, k_Q) of the projected
+    E[K], the 2 x 2 block C (column E = P, Q: the coordinates of proj(E[K E K]); only when ``want_kk``) and the
+    r x r matrices E[k_X M] (X = P, Q) for the spike weights Mh (n, r, r) (r = 0: not computed)."""
+    n, m, _ = W.shape
+    r = Mh.shape[1]
+    alpha = _invariant(m, a_p, a_q)
+    k = np.zeros(2)
+    C = np.zeros((2, 2))
+    SP = np.zeros((r, r))
+    SQ = np.zeros((r, r))
+    Mt = np.empty((m, m))
+    K = np.empty((m, m))
+    for s in range(n):
+        _solve_K(W[s], alpha, delta, Mt, K)
+        ws = w[s]
+        tot, tr, vv, ff = 0.0, 0.0, 0.0, 0.0
+        for i in range(m):
+            v = 0.0
+            for j in range(m):
+                v += K[i, j]
+                ff += K[i, j] * K[i, j]
+            tot += v
+            tr += K[i, i]
+            vv += v * v
+        p = tot / m
+        q = (tr - p) / (m - 1)
+        k[0] += ws * p
+        k[1] += ws * q
+        for a in range(r):
+            for b in range(r):
+                SP[a, b] += ws * p * Mh[s, a, b]
+                SQ[a, b] += ws * q * Mh[s, a, b]
+        if want_kk:
+            pp = tot * tot / (m * m)            # K P K = (K 1)(K 1)^T / m
+            qp = (vv / m - pp) / (m - 1)
+            C[0, 0] += ws * pp
+            C[1, 0] += ws * qp
+            C[0, 1] += ws * (vv / m - pp)       # K Q K = K^2 - K P K
+            C[1, 1] += ws * ((ff - vv / m) / (m - 1) - qp)
+    return k, C, SP, SQ
+
+
+@numba.njit(cache=True)
+def _newton_x(W, w, a_p, a_q, delta, z, tol, maxiter):
+    """Newton on eq. (1) in the coordinates (a_P, a_Q) of eq. (7): (a_P, a_Q, J, True) at convergence, J the 2 x 2
+    Jacobian in the orthonormal basis (P, Q / sqrt(m - 1)); (.., False) as ``_newton``."""
+    m = W.shape[1]
+    nospike = np.zeros((1, 0, 0))
+    J = np.eye(2)
+    norm = math.sqrt(m - 1.0)
+    for _ in range(maxiter):
+        k, C, _, _ = _moments_x(W, w, nospike, a_p, a_q, delta, True)
+        phi_p, phi_q = k[0] - z, k[1] - z
+        if phi_p == 0.0 or phi_q == 0.0:
+            return a_p, a_q, J, False
+        i_p, i_q = 1.0 / phi_p, 1.0 / phi_q
+        f_p, f_q = a_p - i_p, a_q - i_q
+        j00 = 1.0 - i_p * i_p * C[0, 0] / delta
+        j01 = -i_p * i_p * C[0, 1] / delta
+        j10 = -i_q * i_q * C[1, 0] / delta
+        j11 = 1.0 - i_q * i_q * C[1, 1] / delta
+        J[0, 0], J[0, 1], J[1, 0], J[1, 1] = j00, j01 / norm, j10 * norm, j11
+        det = j00 * j11 - j01 * j10
+        if det == 0.0:
+            return a_p, a_q, J, False
+        s_p = (j11 * f_p - j01 * f_q) / det
+        s_q = (j00 * f_q - j10 * f_p) / det
+        a_p -= s_p
+        a_q -= s_q
+        if not (np.isfinite(a_p) and np.isfinite(a_q)):
+            return a_p, a_q, J, False
+        if max(abs(s_p), abs(s_q)) <= tol * max(1.0, abs(a_p), abs(a_q)):
+            return a_p, a_q, J, True
+    return a_p, a_q, J, False
+
+
+def _coordinates(alpha):
+    """The coordinates (x_P, x_Q) of eq. (7) of an m x m matrix (its projection)."""
+    m = alpha.shape[0]
+    x_p = float(alpha.sum()) / m
+    return x_p, (float(np.trace(alpha)) - x_p) / (m - 1)
+
+
 @dataclass
 class MatrixLaw:
     """Weighted samples of (W, spike weight): W shape (n, m, m) symmetric, w shape (n,), and
@@ -165,6 +287,7 @@ class MatrixLaw:
     W: np.ndarray
     h: np.ndarray
     w: np.ndarray
+    exchangeable: bool = False   # eqs. (7)-(8): the law averaged over the relabellings of the neurons (m >= 2)
 
     def __post_init__(self):
         self.W = np.asarray(self.W, dtype=float)
@@ -179,12 +302,14 @@ class MatrixLaw:
             raise ThresholdsError("the weight law has non-finite samples")
         if not abs(self.w.sum() - 1) < 1e-6:
             raise ThresholdsError("weights of the matrix law must sum to 1")
+        if self.exchangeable and self.W.shape[1] < 2:
+            raise ThresholdsError("the exchangeable reduction (eq. (7)) needs m >= 2 neurons")
 
     @classmethod
-    def from_samples(cls, W, g):
+    def from_samples(cls, W, g, exchangeable=False):
         """Equal weights; g = g_H of shape (n,) (one hard direction) or (n, r_H)."""
         W = np.asarray(W, dtype=float)
-        return cls(W, spike_weight(g), np.full(W.shape[0], 1.0 / W.shape[0]))
+        return cls(W, spike_weight(g), np.full(W.shape[0], 1.0 / W.shape[0]), exchangeable)
 
     @property
     def m(self) -> int:
@@ -213,7 +338,12 @@ def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-1
     not converge to a positive-definite solution (z is inside or past the bulk)."""
     m = law.m
     alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else np.array(alpha0, dtype=float)
-    alpha, J, ok = _newton(law.W, law.w, alpha, float(delta), float(z), float(tol), int(maxiter))
+    if law.exchangeable:   # eq. (7): Newton on the two coordinates
+        a_p, a_q, J, ok = _newton_x(law.W, law.w, *_coordinates(alpha), float(delta), float(z), float(tol),
+                                    int(maxiter))
+        alpha = _invariant(m, a_p, a_q)
+    else:
+        alpha, J, ok = _newton(law.W, law.w, alpha, float(delta), float(z), float(tol), int(maxiter))
     return _physical(law, delta, alpha, J) if ok else None
 
 
@@ -410,8 +540,14 @@ def left_edge(law: MatrixLaw, delta: float, *, rtol=1e-10) -> LeftEdge:
 def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
     """S = alpha^{-1} + E[K (g_H^2 - 1)] (equal to -z I + E[K g_H^2] on the branch); with r_H > 1
     the (m r_H) x (m r_H) matrix alpha^{-1} (x) I + E[K (x) (g_H g_H^T - I)]."""
-    EK, _, EKM = _moments(law.W, law.w, law.h if law.h.ndim == 3 else law.h[:, None, None], alpha, delta, False)
+    Mh = law.h if law.h.ndim == 3 else law.h[:, None, None]
     eye = np.eye(law.r)
+    if law.exchangeable:   # eq. (7): P (x) S_P + Q (x) S_Q
+        a_p, a_q = _coordinates(alpha)
+        k, _, SP, SQ = _moments_x(law.W, law.w, Mh, a_p, a_q, float(delta), False)
+        P = np.full((law.m, law.m), 1.0 / law.m)
+        return _sym(np.kron(P, (1 / a_p - k[0]) * eye + SP) + np.kron(np.eye(law.m) - P, (1 / a_q - k[1]) * eye + SQ))
+    EK, _, EKM = _moments(law.W, law.w, Mh, alpha, delta, False)
     return _sym(np.kron(np.linalg.inv(alpha), eye) + EKM - np.kron(EK, eye))
 
 

@@ -3,8 +3,8 @@
 Three kinds of entries in the on-disk cache (thresholds.cache), each keyed by what determines it:
 
 * ``nn``: a whole search (thresholds.search.delta_nn), keyed by every field of the NNSetup
-  (``setup_fields``), the tail-clip quantile, the version of the search rules and, with ``edge_d``, the rule of
-  thresholds.hessian eq. (5);
+  (``setup_fields``), the tail-clip quantile, the version of the search rules, with ``edge_d`` the rule of
+  thresholds.hessian eq. (5) and, for exchangeable neurons at m >= 2, the matrix engine's relabelling average;
 * ``nn-eval``: the indicators at one delta (thresholds.evaluation), keyed by the setup without its
   search settings, the delta and what was located;
 * ``validation``: the extrapolated crossing of a finite-d GD sweep (``thresholds validate``), keyed
@@ -21,7 +21,7 @@ import math
 from dataclasses import asdict
 
 from . import cache
-from .hessian import CLIP_QUANTILE, TAIL_RULE
+from .hessian import CLIP_QUANTILE, TAIL_RULE, exchangeable
 from .nn import NNResult, NNSetup
 
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
@@ -54,7 +54,13 @@ def result_key(setup: NNSetup) -> dict:
     key = {"nn": setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
     if setup.edge_d:  # hessian eq. (5) as data sets of n paths; searches made with the earlier cut are not reused
         key["tail"] = TAIL_RULE
-    return key
+    return key | _engine(setup)
+
+
+def _engine(setup: NNSetup) -> dict:
+    """The m x m engine's exchangeable reduction (thresholds.stieltjes_m eq. (7)) where it applies: results of the full
+    equations on the same law are not reused (the relabelling average changes them within their Monte Carlo error)."""
+    return {"engine": "exchangeable"} if not setup.mean_field and exchangeable(setup) else {}
 
 
 def carries_replicas(record) -> bool:
@@ -122,7 +128,7 @@ def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool
     """The key of the indicators at one delta: the setup without its search settings, the delta, the steps
     at which outliers were located, and (finite-d law) whether only the last step was evaluated."""
     law_setup = {k: v for k, v in setup_fields(setup).items() if k not in SEARCH_FIELDS}
-    key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1}
+    key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1} | _engine(setup)
     if final_only and setup.law == "gd":
         key["final_only"] = True
     return key
