@@ -302,3 +302,25 @@ def test_exchangeable_reduction_needs_two_neurons_and_uniform_a_b():
     assert not exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=3, a=(1.0, -1.0, 1.0)))
     assert not exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=2, b=(0.0, 0.5)))
     assert not exchangeable(DMFTSetup("quad", "phase_retrieval", 4.0, 0.05, 10, m=1))
+
+
+@pytest.mark.parametrize("exchangeable", [False, True])
+def test_outlier_search_below_an_edge_near_zero(exchangeable):
+    # a data set of 2000 DMFT paths (quad, eta 0.05, m = 8, delta 2, step 600) whose left edge lies at -0.006: Newton
+    # started at the edge's alpha for a z just below it lands on the unstable branch; the outlier search then
+    # continues up from below (``_continue``) instead of failing
+    from pathlib import Path
+    from thresholds.catalog import get_activation
+    from thresholds.hessian import hessian_weight_m
+    d = np.load(Path(__file__).parent / "data" / "fold_start_m8.npz")
+    u, y, g = (d[k].astype(float) for k in ("u", "y", "g"))
+    law = MatrixLaw.from_samples(hessian_weight_m(get_activation("quad"), 1.0, 0.0, u, y), g, exchangeable)
+    edge = left_edge(law, 2.0)
+    assert -0.007 < edge.z < -0.006
+    z, overlap2 = lowest_outlier(law, 2.0, edge)
+    assert z < edge.z_below and 0 < overlap2 < 1
+    # S is singular there, on the physical branch reached up from z = -0.02 (Newton from 1/|z| I fails so near 0)
+    from thresholds.stieltjes_m import S_matrix, _continue
+    assert solve_alpha(law, 2.0, z) is None
+    alpha, _ = _continue(law, 2.0, -0.02, solve_alpha(law, 2.0, -0.02)[0], z)
+    assert np.linalg.eigvalsh(S_matrix(law, 2.0, alpha))[0] == pytest.approx(0, abs=1e-7)

@@ -571,6 +571,25 @@ def negative_indicator(law: MatrixLaw, delta: float, edge: LeftEdge | None = Non
     return float(-np.linalg.eigvalsh(S_matrix(law, delta, alpha))[0]), edge.z
 
 
+def _continue(law, delta, z_from, alpha_from, z, *, max_points=200):
+    """alpha(z) by continuation up the branch from a solved point z_from < z: each point started from the last
+    solution, the step halved after a point that does not converge (near the fold Newton started at the edge itself
+    can land on the unstable branch, which ``solve_alpha`` rejects); None when the step falls below rounding."""
+    step = z - z_from
+    for _ in range(max_points):
+        z_try = min(z, z_from + step)
+        sol = solve_alpha(law, delta, z_try, alpha_from)
+        if sol is None:
+            step /= 2
+            if step <= 1e-14 * max(1.0, abs(z)):
+                return None
+            continue
+        if z_try == z:
+            return sol
+        z_from, alpha_from = z_try, sol[0]
+    return None
+
+
 def hard_outliers(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *, xtol=1e-11, lowest_only=False):
     """All hard outliers below min(0, left edge): [(z, overlap^2)] in increasing z, one per
     eigenvalue of S that is negative at the top of the branch (each eigenvalue of S decreases
@@ -588,6 +607,9 @@ def hard_outliers(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *,
             return known[z]
         near = min(known, key=lambda k: abs(k - z))
         sol = solve_alpha(law, delta, z, known[near]) or solve_alpha(law, delta, z)
+        if sol is None:   # e.g. a start at the fold, whose Newton step lands on the unstable branch: continue from below
+            below = [k for k in known if k < z]
+            sol = _continue(law, delta, max(below), known[max(below)], z) if below else None
         if sol is None:
             raise ConvergenceError(f"matrix Stieltjes equation: no solution at z = {z:.6g}")
         known[z] = sol[0]
@@ -598,6 +620,9 @@ def hard_outliers(law: MatrixLaw, delta: float, edge: LeftEdge | None = None, *,
 
     top = np.linalg.eigvalsh(S_matrix(law, delta, alpha_top))
     z_far = law.lower_bound(delta)
+    far = solve_alpha(law, delta, z_far)
+    if far is not None:   # a start below every z of the search (``alpha_at``)
+        known[z_far] = far[0]
     out = []
     for i in np.flatnonzero(top < 0)[: 1 if lowest_only else None]:
         zs = optimize.brentq(eig, z_far, z_top, args=(int(i),), xtol=xtol, rtol=1e-13)
