@@ -216,8 +216,12 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None):
         color = f"C{k}"
         if limits and limits.get(label):
             m, v, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(limits[label])))
-            ax.errorbar(m * 0.97, v, yerr=[v - lo, hi - v], fmt="^--", color=color, capsize=3, alpha=0.8,
-                        label=f"{label}: delta_NN, d = inf (thresholds nn)")
+            open_ = ~np.isfinite(hi)   # an interval without an upper end: an arrow up from the value
+            ax.errorbar(m * 0.97, v, yerr=[v - lo, np.where(open_, 0.0, hi - v)], fmt="^--", color=color, capsize=3,
+                        alpha=0.8, label=f"{label}: delta_NN, d = inf (thresholds nn)")
+            for mm, vv in zip(m[open_], v[open_]):
+                ax.annotate("", xy=(mm * 0.97, vv * 1.3), xytext=(mm * 0.97, vv),
+                            arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
         if forced:
             m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
             ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")
