@@ -41,3 +41,21 @@ def test_delta_nn_files_are_drawn_at_their_width_and_other_setups_refused(tmp_pa
     assert delta_nn_limits([nn_json("a.json")]) == {"quad, eta 0.05": [(2, 8.0, 6.2, 9.8)]}
     with pytest.raises(SystemExit, match="600 steps"):
         delta_nn_limits([nn_json("b.json", steps=400)])
+
+
+def test_an_open_delta_nn_interval_is_an_arrow(monkeypatch, tmp_path):
+    # a delta_NN whose interval has no upper end ("inf" in the nn --json record) is drawn with a finite lower bar and an
+    # arrow up from its value, not an infinite bar
+    import numpy as np
+    from matplotlib.text import Annotation
+    from thresholds import plots
+    captured = {}
+    monkeypatch.setattr(plots, "save_figure", lambda plt, fig, path: captured.setdefault("fig", fig))
+    limits = {"quad, eta 0.05": [(1, 11.0, 10.0, 12.0), (8, 2.15, 2.05, float("inf"))]}
+    plots.crossing_vs_m_figure(tmp_path / "f.png", [("quad, eta 0.05", [(1, 5.3, 0.1)], [(1, 5.0, 0.1)])],
+                               limits=limits)
+    ax = captured["fig"].axes[0]
+    arrows = [c for c in ax.get_children() if isinstance(c, Annotation)]
+    assert len(arrows) == 1 and arrows[0].xy[1] > 2.15 and arrows[0].xy[0] == 8 * 0.97
+    segments = [seg for coll in ax.collections for seg in coll.get_segments()]
+    assert segments and all(np.all(np.isfinite(seg)) for seg in segments)
