@@ -725,7 +725,8 @@ def _nn_setup_options(func):
         click.option("--steps", "-T", default=_problem_default("steps"), show_default=True, type=click.IntRange(8, 100_000),
                      help="Horizon of the first phase in GD steps (16 checkpoints T/16 ... T)."),
         click.option("--m", "width", default="1", show_default=True, type=WidthType(),
-                     help="Width: number of neurons (m > 1: m x m Stieltjes transform; not with --sphere), or "
+                     help="Width: number of neurons (m > 1: m x m Stieltjes transform, on the relabelling average of the "
+                          "neurons when a and b are the same for all; not with --sphere), or "
                      "'inf': the m -> inf limit of the Hessian on the first-phase law of width --population."),
         click.option("--population", default=16, show_default=True, type=click.IntRange(2, 256),
                      help="With --m inf: number of neurons of the finite-d law that stands in for the m -> inf "
