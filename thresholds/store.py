@@ -59,7 +59,7 @@ def result_key(setup: NNSetup) -> dict:
 
 def _engine(setup: NNSetup) -> dict:
     """The m x m engine's exchangeable reduction (thresholds.stieltjes_m eq. (7)) where it applies: results of the full
-    equations on the same law are not reused (the relabelling average changes them within their Monte Carlo error)."""
+    equations on the same law are not reused (the relabelling average moves them, within their replica errors)."""
     return {"engine": "exchangeable"} if not setup.mean_field and exchangeable(setup) else {}
 
 
