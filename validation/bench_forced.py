@@ -104,7 +104,21 @@ def test_forced_width_prediction_cold(benchmark):
     10/10), 3.125 [3.069, 3.182] against GD 2.99 +- 0.02 (+2.2 combined s.e.; 40k paths gave +3.3), 4.1x the goal.
     Since then the trials skip the two-time kernels C and Cpsi (dmft ``kernels``; 2-4% of one m = 4 trial alone on a
     core): m = 4 in **266 s** (the same 110 trials and crossing, 3.084 [3.013, 3.155]; goal met), more than those
-    2-4% explain: two workers no longer allocate 2 x 46 MB per trial, and part may be the machine's variance."""
+    2-4% explain: two workers no longer allocate 2 x 46 MB per trial, and part may be the machine's variance.
+
+    Where an m = 8 trial's time goes (quad, delta 3, d = 200, trial 0, 80k paths at 1e-2, float32; py-spy at 50 Hz,
+    1366 samples, three processes on the two cores): the product u = Bt (eps / sqrt(delta) + psit / delta) of dmft
+    eq. (1) 22%, the whitening's coefficients on the past sources 17%, the responses RB on the sources 19%, the
+    candidates' residuals of the compact whitening (dmft eq. (6b)) 19%, the rest (kernel, bookkeeping) 23%.  The first
+    three each read one (r x N) float32 array of source rows per step, r the sources open (mean 182 over the 600
+    steps, 241 at the end): 105 GB per trial, read at 2.8 GB/s in that run (37.9 s).  They cannot share a pass: u
+    comes before psi^t, the other two after it.  On the same machine and load, one such product ((8 x N) @ (N x 182)
+    or (8 x 182) @ (182 x N), float32, one thread) runs at 4.2 GB/s and a plain sum over the array at 8.2 GB/s: the
+    three passes alone take 25 s of the trial at the products' speed and 12.8 s at the sum's.  So a trial is
+    memory-bound, and even at streaming speed an m = 8 prediction of 100 trials needs about 640 s on two cores: the
+    300 s goal is out of reach of this algorithm at N = 80k paths (eq. (4b), set by the Monte Carlo noise of the
+    response sums, width section 8d), whatever the code does per pass; it needs fewer paths (a lower-variance
+    estimate of the response sums) or fewer trials."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
