@@ -1,0 +1,94 @@
+"""The escape of thresholds.escape at the simulation's own horizon: the linearized growth through the first phase
+against sqrt(d) at step T, with no credit for an outlier still alive at T.
+
+thresholds.escape eq. (3) counts an outlier alive at the horizon as escape at every d (the run has no end), so its
+finite-d value cannot fall below delta_NN.  GD's crossings are measured at a fixed horizon of T steps, and where the
+outlier is weak (quad, m = 8: z* about -0.01 near delta_NN) it grows by far less than sqrt(d) within T.  The
+horizon rule asks, per d, for the smallest delta with
+
+    L(T) >= log sqrt(d),   L of thresholds.escape eq. (1) at the last checkpoint,                    (1)
+
+the O(1) constant in front of d^{-1/2} set to 1 as in eq. (2) there.  Each delta is one ``evaluate`` of the
+default law (outliers located at every checkpoint), appended to a JSON-lines file (a delta already there is
+skipped: the run resumes), and the crossing of eq. (1) per d is thresholds.crossing.first_crossing over the
+deltas done.
+
+Run:  python -m validation.escape_horizon -a quad --eta 0.05 --steps 600 --m 8 --delta 2.5,2.75,3,3.25,3.5
+      --dims 200,800 --out validation/reports/nn/escape_horizon_quad_m8.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+
+import click
+import numpy as np
+
+from thresholds.crossing import first_crossing
+from thresholds.escape import growth
+from thresholds.evaluation import evaluate
+from thresholds.nn import NNSetup
+from thresholds.problem import Problem
+
+
+def record(setup: NNSetup, delta: float) -> dict:
+    """One delta: L(t) of thresholds.escape eq. (1) per checkpoint (mean and s.e. over the replicas), the
+    per-replica lowest negative hard outliers and the indicator at the horizon."""
+    t0 = time.time()
+    ev = evaluate(setup, delta, outliers="all")
+    steps, L, se = growth(ev, setup.eta)
+    return {"delta": float(delta), "steps": [int(s) for s in steps], "log_growth": [float(v) for v in L],
+            "log_growth_err": [float(v) for v in se],
+            "hard_z": [[None if not np.isfinite(z) else float(z) for z in row] for row in ev.hard_z],
+            "indicator": float(ev.indicator[-1]), "indicator_err": float(ev.indicator_err[-1]),
+            "seconds": time.time() - t0}
+
+
+def horizon_crossing(rows: list, d: int):
+    """Eq. (1) at one d over the recorded deltas: thresholds.crossing.first_crossing of L(T) - log sqrt(d)."""
+    target = 0.5 * math.log(d)
+    vals = [(r["delta"], r["log_growth"][-1] - target, r["log_growth_err"][-1])
+            for r in sorted(rows, key=lambda r: r["delta"])]
+    return first_crossing(vals)
+
+
+def read(path: str) -> list:
+    if not os.path.exists(path):
+        return []
+    with open(path) as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+@click.command()
+@click.option("-a", "--activation", required=True)
+@click.option("-l", "--link", default="phase_retrieval", show_default=True)
+@click.option("--eta", type=float, required=True)
+@click.option("--steps", type=int, default=600, show_default=True)
+@click.option("--m", type=int, default=1, show_default=True)
+@click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios.")
+@click.option("--dims", default="200,800", show_default=True)
+@click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are skipped).")
+def main(activation, link, eta, steps, m, deltas, dims, out):
+    setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
+    rows = read(out)
+    done = {r["delta"] for r in rows}
+    for delta in (float(x) for x in deltas.split(",")):
+        if delta in done:
+            continue
+        row = record(setup, delta)
+        with open(out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        rows.append(row)
+        print(f"delta {delta:g}: L(T) = {row['log_growth'][-1]:.3f} +- {row['log_growth_err'][-1]:.3f}, "
+              f"indicator {row['indicator']:+.4f} ({row['seconds']:.0f} s)", flush=True)
+    for d in (int(x) for x in dims.split(",")):
+        c = horizon_crossing(rows, d)
+        text = f"{c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else "not in the deltas done"
+        print(f"d = {d}: L(T) = log sqrt(d) = {0.5 * math.log(d):.2f} at delta {text}")
+
+
+if __name__ == "__main__":
+    main()
