@@ -369,3 +369,24 @@ def test_own_term_reaches_the_dmft_and_the_cache_key_only_when_set():
     assert setup_fields(on)["own_term"] is True and "own_term" not in setup_fields(off)
     with pytest.raises(ThresholdsError, match="own_term applies to the DMFT law"):
         NNSetup("quad", own_term=True).validate()
+
+
+def test_log_growth_and_the_horizon_rule():
+    # thresholds.escape eq. (1) by hand: (t_j - t_{j-1}) log(1 - eta z*) summed over the checkpoints with an outlier
+    from thresholds.escape import growth
+    from validation.escape_horizon import horizon_crossing
+    z = [[math.nan, math.nan], [-0.2, -0.1], [-0.3, math.nan]]   # checkpoints x replicas
+    ev = Evaluation(2.0, [10, 30, 60], [0.0] * 3, [0.0] * 3, [0.0] * 3, [0.0] * 3, [0.0] * 3, [0.0] * 3,
+                    [math.nan] * 3, [0.0] * 3, [0.0] * 3, hard_z=z)
+    steps, L, se = growth(ev, 0.5)
+    by_hand = np.array([[0.0, 0.0], [20 * math.log(1.1), 20 * math.log(1.05)],
+                        [20 * math.log(1.1) + 30 * math.log(1.15), 20 * math.log(1.05)]])
+    assert steps == [10, 30, 60]
+    np.testing.assert_allclose(L, by_hand.mean(axis=1), rtol=1e-12)
+    np.testing.assert_allclose(se, by_hand.std(axis=1, ddof=1) / math.sqrt(2), rtol=1e-12)
+    # validation.escape_horizon eq. (1): L(T) = log sqrt(d), linear between the deltas; no credit for being alive
+    rows = [{"delta": 2.0, "log_growth": [0.0, 1.0], "log_growth_err": [0.0, 0.1], "indicator": 0.3},
+            {"delta": 3.0, "log_growth": [0.0, 3.0], "log_growth_err": [0.0, 0.1], "indicator": 0.5}]
+    c = horizon_crossing(rows, round(math.exp(4.0)))
+    assert c.found and c.value == pytest.approx(2.5, abs=0.01) and c.low < 2.5 < c.high
+    assert not horizon_crossing(rows, round(math.exp(8.0))).found
