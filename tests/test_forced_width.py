@@ -59,3 +59,27 @@ def test_an_open_delta_nn_interval_is_an_arrow(monkeypatch, tmp_path):
     assert len(arrows) == 1 and arrows[0].xy[1] > 2.15 and arrows[0].xy[0] == 8 * 0.97
     segments = [seg for coll in ax.collections for seg in coll.get_segments()]
     assert segments and all(np.all(np.isfinite(seg)) for seg in segments)
+
+
+def test_crossings_with_limits_figure_reads_reports_and_nn_records(monkeypatch, tmp_path):
+    # validation.width_limits_plot: GD crossings from the reports' crossing table, one dashed delta_NN per series;
+    # an nn record whose interval is open above ("inf") gets no band and says so
+    from click.testing import CliRunner
+    from thresholds import plots
+    from validation.width_limits_plot import main
+    report = tmp_path / "report.md"
+    report.write_text("x\n\n| d | crossing delta (p = 1/2) | s.e. |\n|---|---|---|\n| 800 | 7.601 | 0.193 |\n"
+                      "| 200 | 6.170 | 0.190 |\n\nmore\n")
+    nn = tmp_path / "nn.json"
+    nn.write_text(json.dumps({"delta_nn": 2.15, "delta_nn_low": 2.05, "delta_nn_high": "inf", "converged": True,
+                              "setup": {"steps": 600}}))
+    captured = {}
+    monkeypatch.setattr(plots, "save_figure", lambda plt, fig, path: captured.setdefault("fig", fig))
+    res = CliRunner().invoke(main, ["--series", f"m = 2={nn}:{report}", "--out", str(tmp_path / "f.png")])
+    assert res.exit_code == 0, res.output
+    assert "d = 200: 6.17 +- 0.19" in res.output and res.output.index("d = 200") < res.output.index("d = 800")
+    ax = captured["fig"].axes[0]
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "m = 2: delta_NN = 2.15 (T = 600, t-curve converged, interval open above)" in labels
+    assert [tuple(line.get_ydata()) for line in ax.get_lines() if line.get_linestyle() == "--"] == [(2.15, 2.15)]
+    assert not [p for p in ax.patches if p.get_height() > 0]   # no band for the open interval

@@ -234,3 +234,29 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None):
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     save_figure(plt, fig, path)
+
+
+def crossings_with_limits_figure(path, series, *, title=""):
+    """Crossing delta_1/2 against d for several setups, each with its d = inf threshold: ``series`` = [(label, nn
+    record (the dict of ``thresholds nn --json``), [(d, value, s.e.)])]: GD's crossings as points joined by a line, the
+    record's delta_NN as a dashed line with its interval shaded, one colour per series; the horizon of the record
+    and whether its t-curve converged go into the label."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    for k, (label, nn, points) in enumerate(series):
+        color = f"C{k}"
+        d, v, e = zip(*points)
+        ax.errorbar(d, v, yerr=e, fmt="s-", color=color, mfc="white", capsize=3, label=f"{label}: GD +- s.e.")
+        state = "converged" if nn.get("converged") else "not converged"
+        value, low, high = (float(nn[k]) for k in ("delta_nn", "delta_nn_low", "delta_nn_high"))   # "inf" allowed
+        ax.axhline(value, color=color, ls="--", label=f"{label}: delta_NN = {value:.2f} (T = {nn['setup']['steps']}, "
+                   f"t-curve {state}{'' if np.isfinite(high) else ', interval open above'})")
+        if np.isfinite(high):
+            ax.axhspan(low, high, color=color, alpha=0.12)
+    ax.set_xscale("log")
+    ax.set_xlabel("d")
+    ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
+    ax.set_ylim(bottom=0)
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    save_figure(plt, fig, path)
