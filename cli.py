@@ -1122,7 +1122,8 @@ def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, 
         table.add_row(str(step), f"{step * setup.eta:g}", _interval(cr.value, cr.low, cr.high, cr.found, evaluated))
     print_table(table)
     fd = Table(title="escape model: smallest delta whose hard component grows by sqrt(d) at the checkpoints' "
-               "Hessian outliers (not predictive of GD, README; see --dims)")
+               "Hessian outliers, or keeps an outlier at the horizon (no time limit; not predictive of GD, README; "
+               "see --dims)")
     fd.add_column("d")
     fd.add_column("escape-model threshold [interval]")
     for row in res.finite_d((200, 400, 1000, 2000, 4000, 10_000, 100_000)):
