@@ -254,6 +254,10 @@ def crossings_with_limits_figure(path, series, *, title=""):
         if np.isfinite(high):
             ax.axhspan(low, high, color=color, alpha=0.12)
     ax.set_xscale("log")
+    dims = sorted({d for _, _, points in series for d, _, _ in points})
+    ax.set_xticks(dims)
+    ax.set_xticklabels([str(d) for d in dims])
+    ax.minorticks_off()
     ax.set_xlabel("d")
     ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
     ax.set_ylim(bottom=0)
