@@ -248,7 +248,7 @@ def crossings_with_limits_figure(path, series, *, title=""):
         d, v, e = zip(*points)
         ax.errorbar(d, v, yerr=e, fmt="s-", color=color, mfc="white", capsize=3, label=f"{label}: GD +- s.e.")
         state = "converged" if nn.get("converged") else "not converged"
-        value, low, high = (float(nn[k]) for k in ("delta_nn", "delta_nn_low", "delta_nn_high"))   # "inf" allowed
+        value, low, high = (float(nn[key]) for key in ("delta_nn", "delta_nn_low", "delta_nn_high"))   # "inf" allowed
         ax.axhline(value, color=color, ls="--", label=f"{label}: delta_NN = {value:.2f} (T = {nn['setup']['steps']}, "
                    f"t-curve {state}{'' if np.isfinite(high) else ', interval open above'})")
         if np.isfinite(high):

@@ -13,7 +13,8 @@ default law (outliers located at every checkpoint), appended to a JSON-lines fil
 skipped: the run resumes), and the crossing of eq. (1) per d is thresholds.crossing.first_crossing over the
 deltas done.
 
-Run:  python -m validation.escape_horizon -a quad --eta 0.05 --steps 600 --m 8 --delta 2.5,2.75,3,3.25,3.5
+Run (the record of validation/reports/planted/width section 10c):
+      python -m validation.escape_horizon -a quad --eta 0.05 --steps 600 --m 8 --delta 3,3.5,4,4.5,2.5
       --dims 200,800 --out validation/reports/nn/escape_horizon_quad_m8.jsonl
 """
 

@@ -1,7 +1,7 @@
 """Figure: GD's crossing against d at several widths, with each width's d = inf delta_NN.
 
 The forced-trial figures (validation.forced_width) compare widths at one d; this one follows each width along d,
-to see whether the crossings head toward their own width's delta_NN (validation/reports/planted/width section 10).
+to see whether the crossings head toward their own width's delta_NN (validation/reports/planted/width sections 10, 10d).
 Each series is a label, the GD reports (``thresholds validate --report``; the table "| d | crossing delta (p = 1/2) |
 s.e. |", read by validation.ground_truth_plot.crossings) and a ``thresholds nn --json`` record drawn as a dashed
 line with its interval.
