@@ -83,3 +83,28 @@ def test_crossings_with_limits_figure_reads_reports_and_nn_records(monkeypatch, 
     assert "m = 2: delta_NN = 2.15 (T = 600, t-curve converged, interval open above)" in labels
     assert [tuple(line.get_ydata()) for line in ax.get_lines() if line.get_linestyle() == "--"] == [(2.15, 2.15)]
     assert not [p for p in ax.patches if p.get_height() > 0]   # no band for the open interval
+
+
+def test_width_limits_plot_and_escape_horizon_reject_bad_input_in_one_line(tmp_path):
+    from click.testing import CliRunner
+    from validation.escape_horizon import main as horizon_main
+    from validation.width_limits_plot import main as plot_main
+    report = tmp_path / "report.md"
+    report.write_text("| d | crossing delta (p = 1/2) | s.e. |\n|---|---|---|\n| 200 | 6.170 | 0.190 |\n")
+    (tmp_path / "bad.json").write_text("{not json")
+    (tmp_path / "other.json").write_text(json.dumps({"delta_nn": 2.0}))
+    (tmp_path / "bad.jsonl").write_text('{"delta": 2.0}\n{broken\n')
+    out = str(tmp_path / "f.png")
+    runs = [(plot_main, ["--series", f"m = 2={tmp_path / 'missing.json'}:{report}", "--out", out], "No such file"),
+            (plot_main, ["--series", f"m = 2={tmp_path / 'bad.json'}:{report}", "--out", out], "Expecting"),
+            (plot_main, ["--series", f"m = 2={tmp_path / 'other.json'}:{report}", "--out", out], "no delta_nn_low"),
+            (plot_main, ["--series", "no-separator", "--out", out], "expected LABEL"),
+            (horizon_main, ["-a", "quad", "--eta", "0.05", "--delta", "3,x", "--out", out], "positive numbers"),
+            (horizon_main, ["-a", "quad", "--eta", "0.05", "--delta", "3", "--dims", "0", "--out", out],
+             "positive numbers"),
+            (horizon_main, ["-a", "quad", "--eta", "0.05", "--delta", "3", "--out", str(tmp_path / "bad.jsonl")],
+             "line 2: not JSON")]
+    for main, args, message in runs:
+        res = CliRunner().invoke(main, args)
+        assert res.exit_code != 0 and (res.exception is None or isinstance(res.exception, SystemExit)), args
+        assert message in res.output and "Traceback" not in res.output, (args, res.output)

@@ -57,10 +57,30 @@ def horizon_crossing(rows: list, d: int):
 
 
 def read(path: str) -> list:
+    """The rows of a JSON-lines record (none when the file is missing); a click error naming the line when one
+    does not parse."""
     if not os.path.exists(path):
         return []
+    rows = []
     with open(path) as fh:
-        return [json.loads(line) for line in fh if line.strip()]
+        for k, line in enumerate(fh, 1):
+            if line.strip():
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise click.ClickException(f"{path}, line {k}: not JSON ({exc.msg})") from None
+    return rows
+
+
+def number_list(text: str, kind, option: str) -> list:
+    """Comma-separated positive numbers of ``kind`` (float or int); click.BadParameter otherwise."""
+    try:
+        values = [kind(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise click.BadParameter(f"{text!r}: expected comma-separated positive numbers", param_hint=option)
+    return values
 
 
 @click.command()
@@ -73,10 +93,11 @@ def read(path: str) -> list:
 @click.option("--dims", default="200,800", show_default=True)
 @click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are skipped).")
 def main(activation, link, eta, steps, m, deltas, dims, out):
+    deltas, dims = number_list(deltas, float, "--delta"), number_list(dims, int, "--dims")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
     rows = read(out)
     done = {r["delta"] for r in rows}
-    for delta in (float(x) for x in deltas.split(",")):
+    for delta in deltas:
         if delta in done:
             continue
         row = record(setup, delta)
@@ -85,7 +106,7 @@ def main(activation, link, eta, steps, m, deltas, dims, out):
         rows.append(row)
         print(f"delta {delta:g}: L(T) = {row['log_growth'][-1]:.3f} +- {row['log_growth_err'][-1]:.3f}, "
               f"indicator {row['indicator']:+.4f} ({row['seconds']:.0f} s)", flush=True)
-    for d in (int(x) for x in dims.split(",")):
+    for d in dims:
         c = horizon_crossing(rows, d)
         text = f"{c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else "not in the deltas done"
         print(f"d = {d}: L(T) = log sqrt(d) = {0.5 * math.log(d):.2f} at delta {text}")

@@ -43,7 +43,15 @@ def main(specs, out, title):
     series = []
     for spec in specs:
         label, nn, reports = parse_series(spec)
-        series.append((label, json.loads(nn.read_text()), series_points(reports)))
+        try:
+            record, points = json.loads(nn.read_text()), series_points(reports)
+        except (OSError, ValueError) as exc:   # a missing file, a record that is not JSON, a report without the table
+            raise click.ClickException(f"--series {spec!r}: {exc}") from None
+        missing = [k for k in ("delta_nn", "delta_nn_low", "delta_nn_high", "setup") if k not in record]
+        if missing or not points:
+            raise click.ClickException(f"--series {spec!r}: " + (f"{nn} is not a thresholds nn --json record "
+                                       f"(no {', '.join(missing)})" if missing else "no GD crossing in the reports"))
+        series.append((label, record, points))
         print(label, [f"d = {d}: {v:.2f} +- {e:.2f}" for d, v, e in series[-1][2]])
     crossings_with_limits_figure(out, series, title=title)
     print(out)
