@@ -108,3 +108,21 @@ def test_width_limits_plot_and_escape_horizon_reject_bad_input_in_one_line(tmp_p
         res = CliRunner().invoke(main, args)
         assert res.exit_code != 0 and (res.exception is None or isinstance(res.exception, SystemExit)), args
         assert message in res.output and "Traceback" not in res.output, (args, res.output)
+
+
+def test_reference_table_sets_delta_nn_beside_the_crossings(tmp_path):
+    # the d = inf column and the widths whose interval holds the published figure (quad 3.6, gelu 6.0); an open
+    # interval ("inf") holds every figure above its low end
+    from validation.forced_width import reference_table
+    rec = lambda v, lo, hi, conv=True: {"delta_nn": v, "delta_nn_low": lo, "delta_nn_high": hi,  # noqa: E731
+                                        "converged": conv}
+    nn = {("quad", 0.05, 4): rec(4.44, 3.48, 5.40), ("quad", 0.05, 8): rec(2.15, 2.05, "inf"),
+          ("quad", 0.05, 1): rec(11.1, 10.9, 11.3), ("gelu", 0.1, 2): rec(28.7, 27.0, 30.5, conv=False)}
+    lines = reference_table((200,), out=tmp_path, nn=nn)
+    assert lines[0].endswith("| published figure | delta_NN, d = inf (600 steps) |")
+    assert len({line.count("|") for line in lines[:12] if line.startswith("|")}) == 1
+    row = next(line for line in lines if line.startswith("| gelu, 0.1 | 2 |"))
+    assert row.endswith("| 6 | 28.70 [27.00, 30.50], t-curve not converged |")
+    assert next(line for line in lines if line.startswith("| gelu, 0.1 | 4 |")).endswith("| 6 | - |")
+    assert lines[-1] == ("Widths whose d = inf delta_NN interval holds the figure: gelu: none (of m = 2); quad: "
+                         "m = 4, m = 8 (of m = 1, 4, 8); both activations at one width: none.")

@@ -98,18 +98,31 @@ def table(d: int, out=OUT) -> tuple[list[str], list]:
 REFERENCE = {"gelu": 6.0, "quad": 3.6}   # the published figures (phase retrieval) the width issue asks about
 
 
-def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5) -> list[str]:
+def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None) -> list[str]:
     """Markdown: per (activation, m) the GD and forced crossings at each d against the published figure, and
-    the (m, d) at which both activations have a crossing (GD or forced) within ``tol`` of their figures."""
-    near = {}
+    the (m, d) at which both activations have a crossing (GD or forced) within ``tol`` of their figures.  ``nn``
+    ((activation, eta, m) -> `thresholds nn --json` record, :func:`delta_nn_records`): a column with the d = inf
+    delta_NN and the widths whose interval holds the figure."""
+    near, held = {}, {}
     lines = ["| activation, eta | m | " + " | ".join(f"GD, d = {d}" for d in dims) + " | "
-             + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |",
-             "|---|---|" + "---|" * (2 * len(dims) + 1)]
+             + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |"
+             + (" delta_NN, d = inf (600 steps) |" if nn else ""),
+             "|---|---|" + "---|" * (2 * len(dims) + 1 + bool(nn))]
     for act, eta, m in GD:
         forced, gd = setup_crossings(act, eta, m, out)
         cell = lambda v: f"{v[0]:.2f} +- {v[1]:.2f}" if v else "-"  # noqa: E731
-        lines.append(f"| {act}, {eta:g} | {m} | " + " | ".join(cell(gd.get(d)) for d in dims) + " | "
-                     + " | ".join(cell(forced.get(d)) for d in dims) + f" | {REFERENCE[act]:g} |")
+        row = (f"| {act}, {eta:g} | {m} | " + " | ".join(cell(gd.get(d)) for d in dims) + " | "
+               + " | ".join(cell(forced.get(d)) for d in dims) + f" | {REFERENCE[act]:g} |")
+        if nn:
+            r = nn.get((act, eta, m))
+            if r is None:
+                row += " - |"
+            else:
+                low, high = float(r["delta_nn_low"]), float(r["delta_nn_high"])   # "inf": open above
+                row += (f" {r['delta_nn']:.2f} [{low:.2f}, {high:.2f}]"
+                        + ("" if r.get("converged") else ", t-curve not converged") + " |")
+                held[(act, m)] = low <= REFERENCE[act] <= high
+        lines.append(row)
         for d in dims:
             near[(m, d, act)] = [src for src, v in (("GD", gd.get(d)), ("forced", forced.get(d)))
                                  if v and abs(v[0] - REFERENCE[act]) <= tol]
@@ -118,20 +131,36 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5) -> list[str
             if all(near.get((m, d, a)) for a in REFERENCE)]
     lines += ["", f"Settings where a crossing of each activation lies within {tol:g} of its figure: "
               + ("; ".join(both) if both else "none") + "."]
+    if nn:
+        per_act = {a: [m for (b, m), ok in sorted(held.items()) if b == a and ok] for a in REFERENCE}
+        done = {a: sorted(m for (b, m) in held if b == a) for a in REFERENCE}
+        common = sorted(set.intersection(*(set(v) for v in per_act.values())))
+        lines += ["", "Widths whose d = inf delta_NN interval holds the figure: "
+                  + "; ".join(f"{a}: " + (", ".join(f"m = {m}" for m in per_act[a]) or "none")
+                              + f" (of m = {', '.join(map(str, done[a])) or '-'})" for a in REFERENCE)
+                  + "; both activations at one width: " + (", ".join(f"m = {m}" for m in common) or "none") + "."]
     return lines
 
 
-def delta_nn_limits(files) -> dict:
-    """Series label -> [(m, delta_NN, low, high)] from `thresholds nn --json` files of phase retrieval at the 600-step
-    horizon of the crossings (a file of another setup is an error: it would be drawn against the wrong crossings)."""
+def delta_nn_records(files) -> dict:
+    """(activation, eta, m) -> the `thresholds nn --json` record of each file, which must be phase retrieval at the
+    600-step horizon of the crossings (a file of another setup is an error: it would be set against the wrong
+    crossings)."""
     out = {}
     for f in files:
         r = json.loads(Path(f).read_text())
         s = r["setup"]
         if s["link"] != "phase_retrieval" or s["steps"] != 600 or not r.get("found"):
             raise SystemExit(f"{f}: not a delta_NN found at phase retrieval and 600 steps")
-        out.setdefault(f"{s['activation']}, eta {s['eta']:g}", []).append(
-            (int(s["m"]), r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"]))
+        out[(s["activation"], float(s["eta"]), int(s["m"]))] = r
+    return out
+
+
+def delta_nn_limits(files) -> dict:
+    """Series label -> [(m, delta_NN, low, high)] from `thresholds nn --json` files (:func:`delta_nn_records`)."""
+    out = {}
+    for (act, eta, m), r in delta_nn_records(files).items():
+        out.setdefault(f"{act}, eta {eta:g}", []).append((m, r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"]))
     return out
 
 
@@ -145,8 +174,9 @@ def main(argv=None):
     ap.add_argument("--plot", type=Path, help="the crossing against m as a PNG")
     ap.add_argument("--reference", type=Path, help="write the table of crossings against the published figures "
                     "(markdown) to this file")
-    ap.add_argument("--delta-nn", type=Path, nargs="*", default=[], help="with --plot: `thresholds nn --json` files "
-                    "(phase retrieval, 600 steps) whose delta_NN is drawn at their width")
+    ap.add_argument("--delta-nn", type=Path, nargs="*", default=[], help="`thresholds nn --json` files (phase "
+                    "retrieval, 600 steps): with --plot their delta_NN is drawn at their width, with --reference it "
+                    "is a column of the table")
     args = ap.parse_args(argv)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
@@ -159,16 +189,21 @@ def main(argv=None):
     if args.reference:
         head = ["# Finite-d crossings across widths against the published figures (phase retrieval)", "",
                 f"Generated by `python -m validation.forced_width --out {' '.join(map(str, args.out))} --dims "
-                f"{args.dims} --reference FILE` "
+                f"{args.dims} --reference FILE"
+                + (" --delta-nn " + " ".join(map(str, args.delta_nn)) if args.delta_nn else "") + "` "
                 "(a = 1, b = 0, rho0 = 1, no weight decay, square loss, mean-field step, a fixed "
                 "horizon of 600 steps; GD: `thresholds validate` with 30-40 trials per point, as its report says; "
                 "forced: "
                 "thresholds.forced, stratified overlaps, paired s.e., the records of the last directory that holds "
                 "a point).  The published figures (about 6.0 for gelu, 3.6 "
                 "for quad) come with conventions this project does not know; a finite-d, fixed-horizon crossing "
-                "near them is a setting in which both land there, not a reproduction.", ""]
+                "near them is a setting in which both land there, not a reproduction."
+                + ("  delta_NN: the d = inf threshold of `thresholds nn -T 600 [--m M] --json` on the default DMFT "
+                   "law at the crossings' horizon (validation/reports/planted/width section 10)." if args.delta_nn
+                   else ""), ""]
         dims = tuple(int(v) for v in args.dims.split(","))
-        args.reference.write_text("\n".join(head + reference_table(dims, out=args.out)) + "\n")
+        nn = delta_nn_records(args.delta_nn) if args.delta_nn else None
+        args.reference.write_text("\n".join(head + reference_table(dims, out=args.out, nn=nn)) + "\n")
     if args.plot:
         from thresholds.plots import crossing_vs_m_figure
         crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "
