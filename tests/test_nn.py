@@ -390,3 +390,27 @@ def test_log_growth_and_the_horizon_rule():
     c = horizon_crossing(rows, round(math.exp(4.0)))
     assert c.found and c.value == pytest.approx(2.5, abs=0.01) and c.low < 2.5 < c.high
     assert not horizon_crossing(rows, round(math.exp(8.0))).found
+
+
+def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
+    # validation.indicator_points: one evaluate per new delta (appended), the bracket from the signs of I_T
+    import validation.indicator_points as ip
+    calls = []
+
+    def fake(setup, delta):
+        calls.append(delta)
+        z = [[math.nan], [-0.01 if delta > 2 else math.nan]]
+        return Evaluation(delta, [300, 600], [delta - 2.0] * 2, [0.01] * 2, [0.0] * 2, [0.0] * 2, [-0.005] * 2,
+                          [0.0] * 2, [math.nan] * 2, [math.nan] * 2, [math.nan] * 2, hard_z=z)
+    monkeypatch.setattr(ip, "evaluate", fake)
+    out = tmp_path / "p.jsonl"
+    args = ["-a", "quad", "--eta", "0.05", "--m", "2", "--out", str(out)]
+    first = CliRunner().invoke(ip.main, args + ["--delta", "1.5,2.5"])
+    assert first.exit_code == 0, first.output
+    assert "delta_NN(T = 600) in [1.5, 2.5]" in first.output
+    second = CliRunner().invoke(ip.main, args + ["--delta", "2.5,1.8"])
+    assert second.exit_code == 0 and calls == [1.5, 2.5, 1.8]          # 2.5 read back, not evaluated again
+    assert "delta_NN(T = 600) in [1.8, 2.5]" in second.output
+    rows = ip.read(str(out))
+    assert [r["delta"] for r in rows] == [1.5, 2.5, 1.8] and rows[1]["hard_z"][-1] == [-0.01]
+    assert ip.bracket(rows[1:2]) == (None, 2.5)

@@ -1,0 +1,74 @@
+"""The Hessian indicator I_t (thresholds.evaluation eq. (1)) and the lowest hard outliers z* (eq. (2)) of the default
+DMFT law at chosen deltas: a bracket of delta_NN(T) where the search of ``thresholds nn`` does not end in one
+sitting.
+
+Each delta is one ``evaluate`` (the DMFT run, cached by thresholds.dmft, then the Hessian at every checkpoint),
+appended to a JSON-lines file as it ends (a delta already there is skipped: the run resumes).  At the end the
+deltas done are printed in order with the sign of I_T: delta_NN(T) lies between the largest delta with I_T <= 0
+below the smallest with I_T > 0 (thresholds.search brackets it the same way).  quad, m = 16, 600 steps: about
+17 minutes for the DMFT and 18 for the Hessian per delta on one core.
+
+Run (validation/reports/planted/width section 10, m = 16):
+      python -m validation.indicator_points -a quad --eta 0.05 --steps 600 --m 16
+      --delta 1.9643226539867935,1.6987237174499976 --out validation/reports/nn/indicator_points_quad_m16.jsonl
+"""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from thresholds.evaluation import evaluate
+from thresholds.nn import NNSetup
+from thresholds.problem import Problem
+from validation.escape_horizon import number_list, read
+
+
+def record(setup: NNSetup, delta: float) -> dict:
+    """One delta: the indicator, its s.e., the left bulk edge and the per-replica lowest hard outliers at every
+    checkpoint."""
+    t0 = time.time()
+    ev = evaluate(setup, delta)
+    return {"delta": float(delta), "steps": [int(s) for s in ev.steps], "indicator": ev.indicator,
+            "indicator_err": ev.indicator_err, "left_edge": ev.left_edge,
+            "hard_z": [[None if z != z else float(z) for z in row] for row in ev.hard_z], "seconds": time.time() - t0}
+
+
+def bracket(rows: list) -> tuple:
+    """(largest delta with I_T <= 0, smallest delta with I_T > 0), None where there is none."""
+    neg = [r["delta"] for r in rows if r["indicator"][-1] <= 0]
+    pos = [r["delta"] for r in rows if r["indicator"][-1] > 0]
+    return (max(neg) if neg else None), (min(pos) if pos else None)
+
+
+@click.command()
+@click.option("-a", "--activation", required=True)
+@click.option("-l", "--link", default="phase_retrieval", show_default=True)
+@click.option("--eta", type=float, required=True)
+@click.option("--steps", type=int, default=600, show_default=True)
+@click.option("--m", type=int, default=1, show_default=True)
+@click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios.")
+@click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are skipped).")
+def main(activation, link, eta, steps, m, deltas, out):
+    deltas = number_list(deltas, float, "--delta")
+    setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
+    rows = read(out)
+    for delta in deltas:
+        if delta in {r["delta"] for r in rows}:
+            continue
+        row = record(setup, delta)
+        with open(out, "a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        rows.append(row)
+    for r in sorted(rows, key=lambda r: r["delta"]):
+        print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
+              f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)")
+    lo, hi = bracket(rows)
+    print(f"delta_NN(T = {steps}) in [{lo}, {hi}]" if lo is not None and hi is not None and lo < hi
+          else f"no bracket among the deltas done (I_T <= 0 up to {lo}, > 0 from {hi})")
+
+
+if __name__ == "__main__":
+    main()
