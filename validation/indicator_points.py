@@ -6,8 +6,8 @@ Each delta is one ``evaluate`` (the DMFT run, cached by thresholds.dmft, then th
 appended to a JSON-lines file as it ends (a delta already there is skipped: the run resumes).  At the end the
 deltas done are printed in order with the sign of I_T: delta_NN(T) lies between the largest delta with I_T <= 0
 below the smallest with I_T > 0 (thresholds.search brackets it the same way).  quad, m = 16, 600 steps: about
-4 minutes (delta 1) for the DMFT and 18 (delta 2) for the Hessian at the 16 checkpoints on one core (the search also needs
-line-fit points, the transient's short runs and a path check with twice the paths: hours).
+4 minutes (delta 1) for the DMFT and 18 (delta 2) for the Hessian at the 16 checkpoints on one core (the search
+also needs line-fit points, the transient's short runs and a path check with twice the paths: hours).
 
 Run (validation/reports/planted/width section 10, m = 16):
       python -m validation.indicator_points -a quad --eta 0.05 --steps 600 --m 16
