@@ -83,15 +83,25 @@ def number_list(text: str, kind, option: str) -> list:
     return values
 
 
+def per_delta_options(command):
+    """The options of a resumable per-delta record of the default DMFT law (this module, validation.indicator_points):
+    the setup, the deltas and the JSON-lines file."""
+    options = [click.option("-a", "--activation", required=True),
+               click.option("-l", "--link", default="phase_retrieval", show_default=True),
+               click.option("--eta", type=float, required=True),
+               click.option("--steps", type=int, default=600, show_default=True),
+               click.option("--m", type=int, default=1, show_default=True),
+               click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios."),
+               click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are "
+                            "skipped).")]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @click.command()
-@click.option("-a", "--activation", required=True)
-@click.option("-l", "--link", default="phase_retrieval", show_default=True)
-@click.option("--eta", type=float, required=True)
-@click.option("--steps", type=int, default=600, show_default=True)
-@click.option("--m", type=int, default=1, show_default=True)
-@click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios.")
+@per_delta_options
 @click.option("--dims", default="200,800", show_default=True)
-@click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are skipped).")
 def main(activation, link, eta, steps, m, deltas, dims, out):
     deltas, dims = number_list(deltas, float, "--delta"), number_list(dims, int, "--dims")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")

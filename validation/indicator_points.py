@@ -24,7 +24,7 @@ import click
 from thresholds.evaluation import evaluate
 from thresholds.nn import NNSetup
 from thresholds.problem import Problem
-from validation.escape_horizon import number_list, read
+from validation.escape_horizon import number_list, per_delta_options, read
 
 
 def record(setup: NNSetup, delta: float) -> dict:
@@ -45,13 +45,7 @@ def bracket(rows: list) -> tuple:
 
 
 @click.command()
-@click.option("-a", "--activation", required=True)
-@click.option("-l", "--link", default="phase_retrieval", show_default=True)
-@click.option("--eta", type=float, required=True)
-@click.option("--steps", type=int, default=600, show_default=True)
-@click.option("--m", type=int, default=1, show_default=True)
-@click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios.")
-@click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are skipped).")
+@per_delta_options
 def main(activation, link, eta, steps, m, deltas, out):
     deltas = number_list(deltas, float, "--delta")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
