@@ -20,10 +20,9 @@ Run (the record of validation/reports/planted/width section 10c):
 
 from __future__ import annotations
 
-import json
 import math
-import os
 import time
+from pathlib import Path
 
 import click
 import numpy as np
@@ -33,6 +32,7 @@ from thresholds.escape import growth
 from thresholds.evaluation import evaluate
 from thresholds.nn import NNSetup
 from thresholds.problem import Problem
+from validation import records
 
 
 def record(setup: NNSetup, delta: float) -> dict:
@@ -57,18 +57,27 @@ def horizon_crossing(rows: list, d: int):
 
 
 def read(path: str) -> list:
-    """The rows of a JSON-lines record (none when the file is missing); a click error naming the line when one
-    does not parse."""
-    if not os.path.exists(path):
-        return []
-    rows = []
-    with open(path) as fh:
-        for k, line in enumerate(fh, 1):
-            if line.strip():
-                try:
-                    rows.append(json.loads(line))
-                except json.JSONDecodeError as exc:
-                    raise click.ClickException(f"{path}, line {k}: not JSON ({exc.msg})") from None
+    """The rows of a JSON-lines record (validation.records.read: none when the file is missing); a click error
+    naming the line when one does not parse."""
+    try:
+        return records.read(Path(path))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def extend(out: str, rows: list, deltas, make_row, log=None) -> list:
+    """``rows`` (read from ``out``) plus ``make_row(delta)`` for each delta not yet among them, each appended to
+    ``out`` as it ends (validation.records.append) and passed to ``log``."""
+    done = {r["delta"] for r in rows}
+    for delta in deltas:
+        if delta in done:
+            continue
+        row = make_row(delta)
+        records.append(Path(out), row)
+        rows.append(row)
+        done.add(delta)
+        if log is not None:
+            log(row)
     return rows
 
 
@@ -105,17 +114,10 @@ def per_delta_options(command):
 def main(activation, link, eta, steps, m, deltas, dims, out):
     deltas, dims = number_list(deltas, float, "--delta"), number_list(dims, int, "--dims")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
-    rows = read(out)
-    done = {r["delta"] for r in rows}
-    for delta in deltas:
-        if delta in done:
-            continue
-        row = record(setup, delta)
-        with open(out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        rows.append(row)
-        print(f"delta {delta:g}: L(T) = {row['log_growth'][-1]:.3f} +- {row['log_growth_err'][-1]:.3f}, "
-              f"indicator {row['indicator']:+.4f} ({row['seconds']:.0f} s)", flush=True)
+    rows = extend(out, read(out), deltas, lambda delta: record(setup, delta),
+                  lambda row: print(f"delta {row['delta']:g}: L(T) = {row['log_growth'][-1]:.3f} +- "
+                                    f"{row['log_growth_err'][-1]:.3f}, indicator {row['indicator']:+.4f} "
+                                    f"({row['seconds']:.0f} s)", flush=True))
     for d in dims:
         c = horizon_crossing(rows, d)
         text = f"{c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else "not in the deltas done"

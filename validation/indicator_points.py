@@ -16,7 +16,6 @@ Run (validation/reports/planted/width section 10, m = 16):
 
 from __future__ import annotations
 
-import json
 import time
 
 import click
@@ -24,7 +23,7 @@ import click
 from thresholds.evaluation import evaluate
 from thresholds.nn import NNSetup
 from thresholds.problem import Problem
-from validation.escape_horizon import number_list, per_delta_options, read
+from validation.escape_horizon import extend, number_list, per_delta_options, read
 
 
 def record(setup: NNSetup, delta: float) -> dict:
@@ -49,14 +48,7 @@ def bracket(rows: list) -> tuple:
 def main(activation, link, eta, steps, m, deltas, out):
     deltas = number_list(deltas, float, "--delta")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
-    rows = read(out)
-    for delta in deltas:
-        if delta in {r["delta"] for r in rows}:
-            continue
-        row = record(setup, delta)
-        with open(out, "a") as fh:
-            fh.write(json.dumps(row) + "\n")
-        rows.append(row)
+    rows = extend(out, read(out), deltas, lambda delta: record(setup, delta))
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
               f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)")

@@ -10,11 +10,18 @@ from pathlib import Path
 def read(path: Path) -> list[dict]:
     """Every record of ``path`` ([] when it does not exist yet).  A last line without its newline is the
     partial write of an interrupted experiment (killed, disk full) and is left out; any other malformed
-    line raises ValueError."""
+    line raises ValueError naming its line."""
     if not path.exists():
         return []
     lines = path.read_text().split("\n")   # the last item is '' after a complete write, else a partial line
-    return [json.loads(line) for line in lines[:-1] if line.strip()]
+    out = []
+    for k, line in enumerate(lines[:-1], 1):
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}, line {k}: not JSON ({exc.msg})") from None
+    return out
 
 
 def append(path: Path, record: dict | None) -> None:
