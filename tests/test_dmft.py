@@ -519,3 +519,52 @@ def test_response_noise_reproduces_the_width_8_path_bias():
     (few, e1), (many, e2), (noisy, e3) = bulk(1250, 0.0), bulk(5000, 0.0), bulk(5000, 3.0)
     assert abs(noisy - few) < 3 * math.hypot(e1, e3)
     assert noisy - many > 4 * math.hypot(e2, e3)
+
+
+def test_period_two_orbit_flags_an_alternating_loss_and_nothing_else():
+    # eq. (10): a loss going up and down at alternate steps by more than 1e-3 of itself over the last
+    # min(50, T/4) steps (the quad m = 16 replica of validation/reports/planted/width section 10: 0.00034 and
+    # 0.00026 at even and odd steps), and not a decreasing loss, a flat one with rounding-level wiggles, an
+    # orbit that stopped before the window, or a run too short to tell
+    from thresholds.dmft import period_two_orbit
+    t = np.arange(601)
+    decay = 0.05 * np.exp(-t / 200)
+    orbit = decay * (1 + 0.12 * (-1.0) ** t)
+    assert period_two_orbit(orbit)
+    assert not period_two_orbit(decay)
+    assert not period_two_orbit(decay[-1] * (1 + 1e-6 * (-1.0) ** t))
+    early = orbit.copy()
+    early[-60:] = decay[-60:]
+    assert not period_two_orbit(early)
+    assert not period_two_orbit(orbit[:7])
+    broken = orbit.copy()
+    broken[-3] = broken[-4]   # one step without the alternation breaks the condition
+    assert not period_two_orbit(broken)
+    assert not period_two_orbit(np.where(t == 598, np.nan, orbit))
+
+
+def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(monkeypatch):
+    # the wiring of eq. (10): solve_dmft lists the flagged replicas and says so in its notes; a run that
+    # settles lists none
+    import thresholds.dmft as dmft
+    setup = DMFTSetup("tanh", "abs", delta=4.0, eta=0.2, steps=20, paths=2000, replicas=2)
+    plain = solve_dmft(setup)
+    assert plain.period_two == [] and not any("period-2" in n for n in plain.notes)
+    first = {"seen": 0}
+
+    def only_the_first(train):   # the first replica's loss is the first one tested
+        first["seen"] += 1
+        return first["seen"] == 1
+    monkeypatch.setattr(dmft, "period_two_orbit", only_the_first)
+    flagged = solve_dmft(setup)
+    assert flagged.period_two == [0]
+    assert any(n.startswith("replica(s) 0 of 2 end in a period-2 orbit") for n in flagged.notes)
+    assert np.array_equal(flagged.train_loss, plain.train_loss)
+    # and the Hessian evaluation of the DMFT law carries the list to the search (thresholds.search._orbit_notes)
+    from thresholds.evaluation import evaluate
+    from thresholds.nn import NNSetup
+    nn = NNSetup("tanh", "abs", eta=0.2, steps=16, law="dmft", paths=2000, replicas=2)
+    first["seen"] = 0
+    assert evaluate(nn, 4.0, cache=False).period_two == [0]
+    monkeypatch.setattr(dmft, "period_two_orbit", lambda train: False)
+    assert evaluate(nn, 4.0, cache=False).period_two == []

@@ -401,7 +401,8 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
         calls.append(delta)
         z = [[math.nan], [-0.01 if delta > 2 else math.nan]]
         return Evaluation(delta, [300, 600], [delta - 2.0] * 2, [0.01] * 2, [0.0] * 2, [0.0] * 2, [-0.005] * 2,
-                          [0.0] * 2, [math.nan] * 2, [math.nan] * 2, [math.nan] * 2, hard_z=z)
+                          [0.0] * 2, [math.nan] * 2, [math.nan] * 2, [math.nan] * 2, hard_z=z,
+                          period_two=[1] if delta == 1.8 else [])
     monkeypatch.setattr(ip, "evaluate", fake)
     out = tmp_path / "p.jsonl"
     args = ["-a", "quad", "--eta", "0.05", "--m", "2", "--out", str(out)]
@@ -411,6 +412,18 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     second = CliRunner().invoke(ip.main, args + ["--delta", "2.5,1.8"])
     assert second.exit_code == 0 and calls == [1.5, 2.5, 1.8]          # 2.5 read back, not evaluated again
     assert "delta_NN(T = 600) in [1.8, 2.5]" in second.output
+    assert "replica(s) [1] in a period-2 orbit" in second.output and second.output.count("period-2") == 1
     rows = ip.read(str(out))
     assert [r["delta"] for r in rows] == [1.5, 2.5, 1.8] and rows[1]["hard_z"][-1] == [-0.01]
     assert ip.bracket(rows[1:2]) == (None, 2.5)
+
+
+def test_search_notes_name_the_deltas_with_a_period_two_orbit():
+    from thresholds.search import _orbit_notes
+
+    def ev(delta, orbit):
+        return Evaluation(delta, [10], [0.1], [0.01], [0.1], [0.01], [-0.1], [0.01], [math.nan], [math.nan],
+                          [math.nan], period_two=orbit)
+    assert _orbit_notes([ev(2.0, []), ev(3.0, None)]) == []
+    (note,) = _orbit_notes([ev(2.5, [1]), ev(1.7, [0, 2]), ev(3.0, [])])
+    assert note.startswith("at delta = 1.7, 2.5 a DMFT replica ends in a period-2 orbit")

@@ -207,6 +207,18 @@ where f_t is an external forcing of the hard coordinate (at finite d the sample 
 gradient, Cov(sqrt(d) f_s, sqrt(d) f_r) = K_F(s,r)/delta; thresholds.forcing).  ``hard_kernels`` holds
 (K_M, K_F) (t, r < T) per replica.
 
+Period-2 orbits.  With a step above the stability limit of some direction (eta times its curvature above 2) GD
+does not settle: it ends in a period-2 orbit, its train loss going up and down at alternate steps.  A replica is
+flagged (``period_two``) when over the last W = min(50, T / 4) steps every change of its train loss has the sign
+opposite to the one before and none is below 1e-3 of the loss:
+
+    (L(t+1) - L(t)) (L(t) - L(t-1)) < 0,   |L(t+1) - L(t)| > 1e-3 L(t)     for T - W < t < T.           (10)
+
+Its checkpoints (every T / 16 steps, even and odd) then alternate between the orbit's two points, so the Hessian
+there is that of a point on the orbit, not of a settled state (quad, m = 16, eta 0.05, delta 1.70: one replica of
+three, the left bulk edge -0.02 at odd checkpoints and -0.33 at even ones; validation/reports/planted/width
+section 10).
+
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
 """
@@ -451,6 +463,7 @@ class DMFTResult:
     hard_fraction_err: np.ndarray = None
     hard_signal: np.ndarray = None       # M_H,j(t) per replica (replicas, T+1, r_H, m) (planted runs; else None)
     sources: list = None                 # ``sources``: the source rows each replica used at the end (eq. (6b))
+    period_two: list = None              # replicas ending in a period-2 orbit (eq. (10)); None: cached before
 
     def to_json(self, every: int = 1) -> dict:
         steps = []
@@ -1146,14 +1159,33 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
         hard["hard_kernels"] = [(o.hard_kernel, o.hard_source) for o in outs]
     first = outs[0]
     chi = first.B / setup.eta if first.B is not None else None
+    orbit = [r for r, o in enumerate(outs) if period_two_orbit(o.train)]   # eq. (10)
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
                       first.C, first.R, first.Cpsi, chi, *first.law, final_weights=first.omega,
                       replica_laws=[(o.law[0], o.law[1], o.law[2], o.omega) for o in outs],
                       snapshots={t: [o.snapshots[t] for o in outs] for t in (first.snapshots or {})},
-                      seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2, outs),
+                      seconds=time.time() - start, notes=_notes(setup, split, replicas, n, Ey, Ey2, outs, orbit),
                       signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
                       easy_basis=split.easy.tolist() or None,
-                      sources=[o.sources for o in outs] if setup.response == "sources" else None, **hard)
+                      sources=[o.sources for o in outs] if setup.response == "sources" else None,
+                      period_two=orbit, **hard)
+
+
+PERIOD_TWO_WINDOW = 50     # eq. (10): the last W = min(50, T / 4) steps
+PERIOD_TWO_AMPLITUDE = 1e-3  # eq. (10): the smallest change, relative to the loss
+
+
+def period_two_orbit(train) -> bool:
+    """Eq. (10): the train loss of one replica (steps 0..T) goes up and down at alternate steps over its last
+    min(50, T / 4) steps, by at least 1e-3 of itself at every step."""
+    train = np.asarray(train, dtype=float)
+    window = min(PERIOD_TWO_WINDOW, (len(train) - 1) // 4)
+    if window < 2 or not np.all(np.isfinite(train[-window - 1:])):
+        return False
+    tail = train[-window - 1:]
+    change = np.diff(tail)
+    return bool(np.all(change[1:] * change[:-1] < 0)
+                and np.all(np.abs(change) > PERIOD_TWO_AMPLITUDE * np.abs(tail[:-1])))
 
 
 def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
@@ -1182,7 +1214,7 @@ def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
     return norm2, ov, train, test, signal, easy
 
 
-def _notes(setup, split, replicas, n, Ey, Ey2, outs) -> list:
+def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
     notes = [f"response: {RESPONSES[setup.response]}",
              f"error bars: standard error over {replicas} replica(s) of {n} paths"
              if replicas > 1 else "closed form: no Monte Carlo error"]
@@ -1197,6 +1229,10 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs) -> list:
                  else "(" + ", ".join(f"{q:g}" for q in setup.planted) + ")")
         notes.append(f"planted start: M_H = {value} at step {setup.planted_step} (0 before) on {where}; the hard "
                      "directions are the last signal rows (eq. (7))")
+    if orbit:
+        notes.append(f"replica(s) {', '.join(map(str, orbit))} of {replicas} end in a period-2 orbit (eq. (10): the "
+                     "train loss goes up and down at alternate steps; the step is above the stability limit of some "
+                     "direction): their checkpoints alternate between the orbit's two points, not a settled state")
     if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "

@@ -19,9 +19,10 @@ import math
 import numpy as np
 
 from . import cache as _disk
-from .dmft import checkpoints
+from .dmft import checkpoints, solve_dmft
 from .errors import UnsupportedError
-from .hessian import check_supported, hessian_spectra, spectra_of_law
+from .hessian import check_supported, spectra_of_law
+from .laws import dmft_law
 from .nn import Evaluation, NNSetup
 from .store import carries_replicas, evaluation_key
 
@@ -34,8 +35,12 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     first-phase law when ``setup.law`` is not "dmft" (the validation layer's ``validation.gd_law.nn_law``
     for "gd")."""
     if setup.law == "dmft":
-        return from_spectra(delta, hessian_spectra(setup.dmft(delta), cache=cache, progress=progress,
-                                                   outliers=outliers, edge_d=setup.edge_d))
+        dmft_setup = setup.dmft(delta)
+        check_supported(dmft_setup)   # before the DMFT run
+        res = solve_dmft(dmft_setup, cache=cache, progress=progress)
+        ev = from_spectra(delta, spectra_of_law(dmft_setup, dmft_law(res), outliers=outliers, edge_d=setup.edge_d))
+        ev.period_two = res.period_two   # thresholds.dmft eq. (10)
+        return ev
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")

@@ -194,6 +194,7 @@ def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, bel
     i = ref.at(T)
     settled = ref.left_edge[i] >= -2 * ref.left_edge_err[i]
     notes = _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref)
+    notes += _orbit_notes(el)
     path_check = _path_check(f, ref, notes) if setup.law == "dmft" else None
     notes += _closing_notes(setup, ref, lo, below, main)
     return NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
@@ -231,6 +232,16 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
 
 
 PATH_CHECK_ALPHA = 0.05  # family-wise false-alarm level of the path check (half at the horizon, half on the curve)
+
+
+def _orbit_notes(evaluations) -> list:
+    """A note naming the deltas where a DMFT replica ends in a period-2 orbit (thresholds.dmft eq. (10))."""
+    orbit = sorted(e.delta for e in evaluations if e.period_two)
+    if not orbit:
+        return []
+    return [f"at delta = {', '.join(f'{d:.4g}' for d in orbit)} a DMFT replica ends in a period-2 orbit (thresholds.dmft "
+            "eq. (10): the step is above the stability limit of some direction); its checkpoints alternate between "
+            "the orbit's two points, and the indicator there is not that of a settled state"]
 
 
 def _path_check(f: _Indicators, ref, notes: list) -> dict:

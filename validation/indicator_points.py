@@ -27,13 +27,15 @@ from validation.escape_horizon import extend, number_list, per_delta_options, re
 
 
 def record(setup: NNSetup, delta: float) -> dict:
-    """One delta: the indicator, its s.e., the left bulk edge and the per-replica lowest hard outliers at every
-    checkpoint."""
+    """One delta: the indicator, its s.e. and per-replica values, the left bulk edge and the per-replica lowest hard
+    outliers at every checkpoint, and the replicas in a period-2 orbit (thresholds.dmft eq. (10); absent from
+    records made before it)."""
     t0 = time.time()
     ev = evaluate(setup, delta)
     return {"delta": float(delta), "steps": [int(s) for s in ev.steps], "indicator": ev.indicator,
-            "indicator_err": ev.indicator_err, "left_edge": ev.left_edge,
-            "hard_z": [[None if z != z else float(z) for z in row] for row in ev.hard_z], "seconds": time.time() - t0}
+            "indicator_err": ev.indicator_err, "indicator_replicas": ev.indicator_replicas, "left_edge": ev.left_edge,
+            "hard_z": [[None if z != z else float(z) for z in row] for row in ev.hard_z],
+            "period_two": ev.period_two, "seconds": time.time() - t0}
 
 
 def bracket(rows: list) -> tuple:
@@ -51,7 +53,9 @@ def main(activation, link, eta, steps, m, deltas, out):
     rows = extend(out, read(out), deltas, lambda delta: record(setup, delta))
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
-              f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)")
+              f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)"
+              + (f"; replica(s) {r['period_two']} in a period-2 orbit (thresholds.dmft eq. (10))"
+                 if r.get("period_two") else ""))
     lo, hi = bracket(rows)
     print(f"delta_NN(T = {steps}) in [{lo}, {hi}]" if lo is not None and hi is not None and lo < hi
           else f"no bracket among the deltas done (I_T <= 0 up to {lo}, > 0 from {hi})")
