@@ -402,7 +402,7 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
         z = [[math.nan], [-0.01 if delta > 2 else math.nan]]
         return Evaluation(delta, [300, 600], [delta - 2.0] * 2, [0.01] * 2, [0.0] * 2, [0.0] * 2, [-0.005] * 2,
                           [0.0] * 2, [math.nan] * 2, [math.nan] * 2, [math.nan] * 2, hard_z=z,
-                          period_two=[1] if delta == 1.8 else [])
+                          period_two=[1] if delta == 1.8 else [], indicator_replicas=[[delta - 2.1, delta - 1.9]] * 2)
     monkeypatch.setattr(ip, "evaluate", fake)
     out = tmp_path / "p.jsonl"
     args = ["-a", "quad", "--eta", "0.05", "--m", "2", "--out", str(out)]
@@ -412,10 +412,16 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     second = CliRunner().invoke(ip.main, args + ["--delta", "2.5,1.8"])
     assert second.exit_code == 0 and calls == [1.5, 2.5, 1.8]          # 2.5 read back, not evaluated again
     assert "delta_NN(T = 600) in [1.8, 2.5]" in second.output
-    assert "replica(s) [1] in a period-2 orbit" in second.output and second.output.count("period-2") == 1
+    assert "replica(s) [1] in a period-2 orbit (thresholds.dmft eq. (10)), I_T on the others -0.30000" in second.output
+    assert second.output.count("period-2") == 1
     rows = ip.read(str(out))
     assert [r["delta"] for r in rows] == [1.5, 2.5, 1.8] and rows[1]["hard_z"][-1] == [-0.01]
     assert ip.bracket(rows[1:2]) == (None, 2.5)
+    # the sign on the settled replicas decides: replica 1 in an orbit with a mean below 0, replica 0 above 0
+    orbit = dict(rows[2], indicator=[-0.2], indicator_replicas=[[0.1, -0.5]], period_two=[1])
+    assert ip.settled(orbit) == 0.1 and ip.bracket([orbit]) == (None, 1.8)
+    assert ip.settled(dict(orbit, period_two=[0, 1])) is None and ip.bracket([dict(orbit, period_two=[0, 1])]) == (None, None)
+    assert ip.settled(dict(orbit, period_two=None)) == -0.2          # records made before eq. (10)
 
 
 def test_search_notes_name_the_deltas_with_a_period_two_orbit():

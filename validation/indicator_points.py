@@ -5,7 +5,9 @@ sitting.
 Each delta is one ``evaluate`` (the DMFT run, cached by thresholds.dmft, then the Hessian at every checkpoint),
 appended to a JSON-lines file as it ends (a delta already there is skipped: the run resumes).  At the end the
 deltas done are printed in order with the sign of I_T: delta_NN(T) lies between the largest delta with I_T <= 0
-below the smallest with I_T > 0 (thresholds.search brackets it the same way).  quad, m = 16, 600 steps: about
+below the smallest with I_T > 0, as thresholds.search brackets it; where a replica ends in a period-2 orbit
+(thresholds.dmft eq. (10)) I_T is taken on the replicas that settle (the search keeps every replica and says so in
+a note).  quad, m = 16, 600 steps: about
 4 minutes (delta 1) for the DMFT and 18 (delta 2) for the Hessian at the 16 checkpoints on one core (the search
 also needs line-fit points, the transient's short runs and a path check with twice the paths: hours).
 
@@ -38,10 +40,24 @@ def record(setup: NNSetup, delta: float) -> dict:
             "period_two": ev.period_two, "seconds": time.time() - t0}
 
 
+def settled(row: dict) -> float | None:
+    """I_T of one record on the replicas that settle: the mean over the replicas not in a period-2 orbit
+    (thresholds.dmft eq. (10): their checkpoints sit on the orbit's two points, not at a settled state); the plain
+    I_T where no replica is flagged or the record has no per-replica values; None when every replica is flagged."""
+    orbit = row.get("period_two") or []
+    per = row.get("indicator_replicas") or []
+    if not orbit or not per:
+        return row["indicator"][-1]
+    kept = [v for i, v in enumerate(per[-1]) if i not in orbit]
+    return sum(kept) / len(kept) if kept else None
+
+
 def bracket(rows: list) -> tuple:
-    """(largest delta with I_T <= 0, smallest delta with I_T > 0), None where there is none."""
-    neg = [r["delta"] for r in rows if r["indicator"][-1] <= 0]
-    pos = [r["delta"] for r in rows if r["indicator"][-1] > 0]
+    """(largest delta with I_T <= 0, smallest delta with I_T > 0) on the settled replicas (:func:`settled`), None
+    where there is none."""
+    values = [(r["delta"], settled(r)) for r in rows]
+    neg = [d for d, v in values if v is not None and v <= 0]
+    pos = [d for d, v in values if v is not None and v > 0]
     return (max(neg) if neg else None), (min(pos) if pos else None)
 
 
@@ -54,8 +70,8 @@ def main(activation, link, eta, steps, m, deltas, out):
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
               f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)"
-              + (f"; replica(s) {r['period_two']} in a period-2 orbit (thresholds.dmft eq. (10))"
-                 if r.get("period_two") else ""))
+              + (f"; replica(s) {r['period_two']} in a period-2 orbit (thresholds.dmft eq. (10)), I_T on the others "
+                 + ("-" if settled(r) is None else f"{settled(r):+.5f}") if r.get("period_two") else ""))
     lo, hi = bracket(rows)
     print(f"delta_NN(T = {steps}) in [{lo}, {hi}]" if lo is not None and hi is not None and lo < hi
           else f"no bracket among the deltas done (I_T <= 0 up to {lo}, > 0 from {hi})")
