@@ -567,4 +567,8 @@ def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(mo
     first["seen"] = 0
     assert evaluate(nn, 4.0, cache=False).period_two == [0]
     monkeypatch.setattr(dmft, "period_two_orbit", lambda train: False)
-    assert evaluate(nn, 4.0, cache=False).period_two == []
+    full = evaluate(nn, 4.0, cache=False)
+    assert full.period_two == []
+    # final_only: the same Hessian at the horizon, and nothing before it
+    last = evaluate(nn, 4.0, cache=False, final_only=True)
+    assert last.steps == [16] and last.indicator == [full.indicator[-1]] and last.left_edge == [full.left_edge[-1]]

@@ -395,10 +395,11 @@ def test_log_growth_and_the_horizon_rule():
 def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     # validation.indicator_points: one evaluate per new delta (appended), the bracket from the signs of I_T
     import validation.indicator_points as ip
-    calls = []
+    calls, finals = [], []
 
-    def fake(setup, delta):
+    def fake(setup, delta, final_only=False):
         calls.append(delta)
+        finals.append(final_only)
         z = [[math.nan], [-0.01 if delta > 2 else math.nan]]
         return Evaluation(delta, [300, 600], [delta - 2.0] * 2, [0.01] * 2, [0.0] * 2, [0.0] * 2, [-0.005] * 2,
                           [0.0] * 2, [math.nan] * 2, [math.nan] * 2, [math.nan] * 2, hard_z=z,
@@ -422,6 +423,8 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     assert ip.settled(orbit) == 0.1 and ip.bracket([orbit]) == (None, 1.8)
     assert ip.settled(dict(orbit, period_two=[0, 1])) is None and ip.bracket([dict(orbit, period_two=[0, 1])]) == (None, None)
     assert ip.settled(dict(orbit, period_two=None)) == -0.2          # records made before eq. (10)
+    third = CliRunner().invoke(ip.main, args + ["--delta", "3", "--final-only"])
+    assert third.exit_code == 0 and calls[-1] == 3.0 and finals == [False, False, False, True]
 
 
 def test_search_notes_name_the_deltas_with_a_period_two_orbit():

@@ -22,7 +22,7 @@ from . import cache as _disk
 from .dmft import checkpoints, solve_dmft
 from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
-from .laws import dmft_law
+from .laws import FirstPhaseLaw, dmft_law
 from .nn import Evaluation, NNSetup
 from .store import carries_replicas, evaluation_key
 
@@ -30,15 +30,18 @@ from .store import carries_replicas, evaluation_key
 def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
              outliers: str = "none", final_only: bool = False, law_source=None) -> Evaluation:
     """Eqs. (1)-(2) at every checkpoint for one delta (one DMFT run or one set of GD runs); the outlier
-    positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for.  ``final_only``
-    (finite-d law): the indicators at the last step only.  ``law_source`` (thresholds.laws) supplies the
+    positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for.  ``final_only``:
+    the indicators at the last step only.  ``law_source`` (thresholds.laws) supplies the
     first-phase law when ``setup.law`` is not "dmft" (the validation layer's ``validation.gd_law.nn_law``
     for "gd")."""
     if setup.law == "dmft":
         dmft_setup = setup.dmft(delta)
         check_supported(dmft_setup)   # before the DMFT run
         res = solve_dmft(dmft_setup, cache=cache, progress=progress)
-        ev = from_spectra(delta, spectra_of_law(dmft_setup, dmft_law(res), outliers=outliers, edge_d=setup.edge_d))
+        law = dmft_law(res)
+        if final_only:   # the Hessian at the horizon only (1/16 of its cost)
+            law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
+        ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, edge_d=setup.edge_d))
         ev.period_two = res.period_two   # thresholds.dmft eq. (10)
         return ev
     if law_source is None:

@@ -28,12 +28,12 @@ from thresholds.problem import Problem
 from validation.escape_horizon import extend, number_list, per_delta_options, read
 
 
-def record(setup: NNSetup, delta: float) -> dict:
+def record(setup: NNSetup, delta: float, final_only: bool = False) -> dict:
     """One delta: the indicator, its s.e. and per-replica values, the left bulk edge and the per-replica lowest hard
     outliers at every checkpoint, and the replicas in a period-2 orbit (thresholds.dmft eq. (10); absent from
     records made before it)."""
     t0 = time.time()
-    ev = evaluate(setup, delta)
+    ev = evaluate(setup, delta, final_only=final_only)
     return {"delta": float(delta), "steps": [int(s) for s in ev.steps], "indicator": ev.indicator,
             "indicator_err": ev.indicator_err, "indicator_replicas": ev.indicator_replicas, "left_edge": ev.left_edge,
             "hard_z": [[None if z != z else float(z) for z in row] for row in ev.hard_z],
@@ -63,10 +63,11 @@ def bracket(rows: list) -> tuple:
 
 @click.command()
 @per_delta_options
-def main(activation, link, eta, steps, m, deltas, out):
+@click.option("--final-only", is_flag=True, help="The Hessian at the horizon only (1/16 of its cost; no t-curve).")
+def main(activation, link, eta, steps, m, deltas, out, final_only):
     deltas = number_list(deltas, float, "--delta")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
-    rows = extend(out, read(out), deltas, lambda delta: record(setup, delta))
+    rows = extend(out, read(out), deltas, lambda delta: record(setup, delta, final_only))
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
               f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)"
