@@ -565,10 +565,16 @@ def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(mo
     from thresholds.nn import NNSetup
     nn = NNSetup("tanh", "abs", eta=0.2, steps=16, law="dmft", paths=2000, replicas=2)
     first["seen"] = 0
-    assert evaluate(nn, 4.0, cache=False).period_two == [0]
+    orbiting = evaluate(nn, 4.0, cache=False)
+    assert orbiting.period_two == [0]
+    # the indicators are stated on the settled replica (evaluation eq. (3)), every replica's values kept
+    assert orbiting.indicator[-1] == orbiting.indicator_replicas[-1][1] and orbiting.indicator_err[-1] == 0.0
+    assert orbiting.left_edge[-1] == orbiting.left_edge_replicas[-1][1]
     monkeypatch.setattr(dmft, "period_two_orbit", lambda train: False)
     full = evaluate(nn, 4.0, cache=False)
     assert full.period_two == []
+    assert full.indicator[-1] == pytest.approx(np.mean(full.indicator_replicas[-1]), rel=1e-12)
+    assert full.indicator_replicas == orbiting.indicator_replicas
     # final_only: the same Hessian at the horizon, and nothing before it
     last = evaluate(nn, 4.0, cache=False, final_only=True)
     assert last.steps == [16] and last.indicator == [full.indicator[-1]] and last.left_edge == [full.left_edge[-1]]

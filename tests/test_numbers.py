@@ -64,8 +64,7 @@ def _replica_evals(deltas, per_replica):
     for d, row in zip(deltas, per_replica):
         row = np.asarray(row, float)
         m, se = float(row.mean()), float(row.std(ddof=1) / math.sqrt(row.size))
-        nan = [math.nan]
-        out.append(Evaluation(float(d), [1], [m], [se], [m], [se], [0.0], [0.0], nan, nan, nan,
+        out.append(Evaluation(float(d), [1], [m], [se], [m], [se], [0.0], [0.0], [math.nan], [math.nan], [math.nan],
                               indicator_replicas=[row.tolist()], clipped_replicas=[row.tolist()]))
     return out
 
@@ -92,6 +91,57 @@ def test_jackknife_interval_is_the_plain_numpy_one():
     assert c.value == pytest.approx(x, rel=1e-12)
     assert c.high == pytest.approx(max(x + hw, c.high), rel=1e-12) and c.high - x >= hw * (1 - 1e-12)
     assert x - c.low >= min(hw, x) * (1 - 1e-12)
+
+
+def test_a_replica_in_a_period_two_orbit_is_left_out_of_the_means_and_the_jackknife():
+    """evaluation eq. (3) and crossing eq. (4): a replica flagged at one delta (its value there wild) is out of the
+    replica mean and the leave-one-out means at that delta, and in them elsewhere; recomputed with plain NumPy on the
+    masked values.  With every replica flagged nothing is left out; with one settled replica left the jackknife
+    cannot be formed and the interval is open above."""
+    from scipy import stats
+    from thresholds.crossing import crossing
+    from thresholds.evaluation import settled
+    rng = np.random.default_rng(5)
+    deltas = np.array([9.0, 10.0, 10.5, 11.0, 11.5, 12.0])
+    R = 5
+    vals = 0.25 * (deltas[:, None] - 10.8) + rng.normal(0, 0.1, R)[None, :] + rng.normal(0, 0.02, (deltas.size, R))
+    vals[3, 2] = -0.6                               # replica 2 in an orbit at delta 11, far below the others
+    evals = _replica_evals(deltas, vals)
+    evals[3].period_two = [2]
+    evals[3].left_edge_replicas = [[0.1, 0.2, -0.5, 0.3, 0.4]]
+    evals[3].hard_z = [[-0.1, math.nan, -0.9, -0.3, 0.2]]
+    raw = (evals[3].indicator[0], evals[3].left_edge[0])
+    evals = [settled(e) for e in evals]
+    kept = [0, 1, 3, 4]
+    assert evals[3].indicator[0] == pytest.approx(vals[3, kept].mean(), rel=1e-12) != raw[0]
+    assert evals[3].indicator_err[0] == pytest.approx(vals[3, kept].std(ddof=1) / 2, rel=1e-12)
+    assert evals[3].left_edge[0] == pytest.approx(0.25) and evals[3].outlier_z[0] == pytest.approx(-0.2)
+    assert evals[3].indicator_replicas[0][2] == -0.6                     # the raw values are kept
+    assert evals[2].indicator[0] == pytest.approx(vals[2].mean(), rel=1e-12)
+    c = crossing(evals, 1)
+    masked = vals.copy()
+    masked[3, 2] = np.nan
+
+    def root(f):
+        k = int(np.flatnonzero((f[:-1] <= 0) & (f[1:] > 0))[0])
+        return deltas[k] + (deltas[k + 1] - deltas[k]) * (-f[k]) / (f[k + 1] - f[k]), k
+
+    x, k = root(np.nanmean(masked, axis=1))
+    loo = np.array([root(np.nanmean(np.delete(masked, r, axis=1), axis=1))[0] for r in range(R)])
+    s_j = math.sqrt((R - 1) / R * np.sum((loo - loo.mean()) ** 2))
+    hw = math.hypot((deltas[k + 1] - deltas[k]) / 2, stats.t.ppf(0.975, R - 1) * s_j)
+    assert c.value == pytest.approx(x, rel=1e-12)
+    assert c.high - x >= hw * (1 - 1e-12) and c.high == pytest.approx(max(x + hw, c.high), rel=1e-12)
+    # every replica flagged: nothing to prefer, the plain means
+    every = _replica_evals(deltas[3:4], vals[3:4])[0]
+    every.period_two = list(range(R))
+    assert settled(every).indicator[0] == pytest.approx(vals[3].mean(), rel=1e-12)
+    # two replicas, one flagged: one settled value at that delta, no jackknife there
+    pair = _replica_evals(deltas, vals[:, :2])
+    pair[3].period_two = [0]
+    pair = [settled(e) for e in pair]
+    two = crossing(pair, 1)
+    assert two.found and two.high == math.inf and pair[3].indicator[0] == vals[3, 1]
 
 
 @pytest.mark.parametrize("common, independent", [(0.1, 0.01), (0.07, 0.07), (0.0, 0.1)])

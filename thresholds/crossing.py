@@ -29,7 +29,8 @@ cover the seeds' mean 6 times in 8.  So when the evaluations carry their replica
     s_J^2 = (R - 1)/R sum_r (x_(r) - mean x_(.))^2,                                        (4)
 
 the jackknife s.e. of the crossing over the R replicas (x_(r): the crossing (1) of the replica means
-with replica r left out at every delta), with the two-sided 95% t quantile of R - 1 degrees of freedom
+with replica r left out at every delta; a replica in a period-2 orbit at a delta, thresholds.evaluation
+eq. (3), is out of every mean there), with the two-sided 95% t quantile of R - 1 degrees of freedom
 (4.30 at R = 3, 2.36 at R = 8).  A leave-one-out curve without a sign change leaves the interval open
 above (high = inf).  On the seeds above, eq. (4) widens 3 of the 8 intervals (mean half-width 0.217), which
 then cover the mean 7 times in 8; the standard deviation is still about 1.4 times the half-width over
@@ -57,8 +58,18 @@ def crossing(evals: list, step: int, key: str = "indicator", bracket_only: bool 
     reps = [getattr(e, key + "_replicas", None) for e in pts]
     if not all(reps):
         return found
-    reps = [np.asarray(r[e.at(step)], dtype=float) for r, e in zip(reps, pts)]
+    reps = [_settled_values(r[e.at(step)], e) for r, e in zip(reps, pts)]
     return jackknife_widened(found, [e.delta for e in pts], reps)
+
+
+def _settled_values(values, ev) -> np.ndarray:
+    """One evaluation's replica values with those of replicas in a period-2 orbit set to nan (thresholds.evaluation
+    eq. (3)), unless every replica is in one."""
+    v = np.asarray(values, dtype=float).copy()
+    orbit = [r for r in (getattr(ev, "period_two", None) or []) if r < v.size]
+    if len(orbit) < v.size:
+        v[orbit] = math.nan
+    return v
 
 
 def jackknife_widened(c: Crossing, deltas: list, reps: list) -> Crossing:
@@ -68,9 +79,15 @@ def jackknife_widened(c: Crossing, deltas: list, reps: list) -> Crossing:
     R = reps[0].size
     if not c.found or c.low == 0.0 or R < 2 or any(r.size != R for r in reps):
         return c
-    total = np.array([r.sum() for r in reps])
-    loo = [first_crossing([(d, (t - r[k]) / (R - 1), 0.0) for d, t, r in zip(deltas, total, reps)]).value
-           for k in range(R)]
+    total = np.array([np.nansum(r) for r in reps])   # nan: a replica left out at that delta (evaluation eq. (3))
+    count = np.array([np.isfinite(r).sum() for r in reps])
+    if count.min() < 2:   # a delta with one settled replica: no leave-one-out mean there, the interval stays open
+        return Crossing(c.value, c.low, math.inf, True)
+
+    def without(k):   # the replica means at every delta with replica k left out
+        return [(d, (t - r[k]) / (kept - 1) if math.isfinite(r[k]) else t / kept, 0.0)
+                for d, t, kept, r in zip(deltas, total, count, reps)]
+    loo = [first_crossing(without(k)).value for k in range(R)]
     finite = np.array([x for x in loo if math.isfinite(x)])
     if finite.size < 2:
         return Crossing(c.value, c.low, math.inf, True)

@@ -217,7 +217,8 @@ opposite to the one before and none is below 1e-3 of the loss:
 Its checkpoints (every T / 16 steps, even and odd) then alternate between the orbit's two points, so the Hessian
 there is that of a point on the orbit, not of a settled state (quad, m = 16, eta 0.05, delta 1.70: one replica of
 three, the mean left bulk edge -0.02 at odd checkpoints and -0.33 at even ones; finite-d GD at d = 200-3200 settles
-there: validation/reports/planted/width section 10).
+there: validation/reports/planted/width section 10).  The Hessian evaluation states its indicators on the other
+replicas (thresholds.evaluation eq. (3)).
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.

@@ -10,6 +10,19 @@ such as the finite-d GD law of the validation layer) gives at each checkpoint t 
 with means and standard errors over the replicas (thresholds.numbers.mean_se).  Evaluations of the
 finite-d law are cached (thresholds.store.evaluation_key); the DMFT run itself is cached by
 thresholds.dmft.
+
+Replicas in a period-2 orbit.  A DMFT replica whose first phase ends in a period-2 orbit (thresholds.dmft
+eq. (10)) is not at a settled state: its checkpoints alternate between the orbit's two points, and its
+indicator with them (quad, m = 16, eta 0.05, delta 1.70: -0.043 at odd checkpoints, -0.596 at even ones, while
+the two settled replicas sit at +0.0005 and +0.0007 at the horizon; finite-d GD settles there).  The
+evaluation keeps every replica's values (``indicator_replicas``, ``clipped_replicas``, ``left_edge_replicas``,
+``hard_z``) but states its summaries on the settled ones,
+
+    I_t, the clipped I_t, the left bulk edge (each with its s.e.) and z*(t)
+        = means over the replicas r not in ``period_two``,                                                   (3)
+
+unless every replica is in an orbit (then over all of them: there is no settled one to prefer).  The
+crossing's jackknife (thresholds.crossing eq. (4)) leaves the same replicas out.
 """
 
 from __future__ import annotations
@@ -24,6 +37,7 @@ from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
 from .laws import FirstPhaseLaw, dmft_law
 from .nn import Evaluation, NNSetup
+from .numbers import mean_se
 from .store import carries_replicas, evaluation_key
 
 
@@ -43,7 +57,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
             law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
         ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, edge_d=setup.edge_d))
         ev.period_two = res.period_two   # thresholds.dmft eq. (10)
-        return ev
+        return settled(ev)
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
@@ -73,14 +87,47 @@ def from_spectra(delta: float, spectra: dict) -> Evaluation:
         ev.left_edge.append(h.left_edge)
         ev.left_edge_err.append(h.left_edge_err)
         left = [o for o in h.outliers if o["side"] == "left" and o["z"] < 0]
-        zs = np.asarray(h.hard_z, dtype=float)
-        has = np.isfinite(zs) & (zs < 0)
-        ev.outlier_z.append(float(zs[has].mean()) if has.any() else math.nan)
-        ev.outlier_z_err.append(float(zs[has].std(ddof=1) / math.sqrt(has.sum())) if has.sum() > 1 else math.nan)
+        z, z_err = _lowest_outlier(h.hard_z)
+        ev.outlier_z.append(z)
+        ev.outlier_z_err.append(z_err)
         ev.overlap2.append(left[0]["overlap2"] if left else math.nan)
-        ev.hard_z.append([float(z) for z in zs])
+        ev.hard_z.append([float(v) for v in h.hard_z])
         ev.indicator_replicas.append([float(v) for v in h.indicator_replicas])
         ev.clipped_replicas.append([float(v) for v in h.clipped_replicas])
+        ev.left_edge_replicas.append([float(v) for v in h.left_edge_replicas])
         if h.sectors:
             ev.sectors += (tuple(float(v) for v in h.sectors),)
+    return ev
+
+
+def _lowest_outlier(hard_z) -> tuple[float, float]:
+    """Eq. (2) summarised: mean and s.e. of the replicas' lowest negative hard outliers over those that have one (nan
+    where none has; nan s.e. with one)."""
+    zs = np.asarray(hard_z, dtype=float)
+    has = np.isfinite(zs) & (zs < 0)
+    mean = float(zs[has].mean()) if has.any() else math.nan
+    return mean, float(zs[has].std(ddof=1) / math.sqrt(has.sum())) if has.sum() > 1 else math.nan
+
+
+def settled_replicas(ev: Evaluation) -> list:
+    """The replicas of ``ev`` not in a period-2 orbit (eq. (3)); all of them when every one is in an orbit or the
+    orbits are unknown (``period_two`` None)."""
+    count = len(ev.indicator_replicas[0]) if ev.indicator_replicas else 0
+    kept = [r for r in range(count) if r not in (ev.period_two or [])]
+    return kept if kept else list(range(count))
+
+
+def settled(ev: Evaluation) -> Evaluation:
+    """Eq. (3): ``ev`` with its indicators, left bulk edge, their s.e. and the lowest hard outliers taken over the
+    settled replicas (those of the three it carries per replica); ``ev`` itself when no replica is left out."""
+    kept = settled_replicas(ev)
+    if not ev.period_two or len(kept) == len(ev.indicator_replicas[0]):
+        return ev
+    for i in range(len(ev.steps)):
+        ev.indicator[i], ev.indicator_err[i] = mean_se([ev.indicator_replicas[i][r] for r in kept])
+        ev.clipped[i], ev.clipped_err[i] = mean_se([ev.clipped_replicas[i][r] for r in kept])
+        if ev.left_edge_replicas:
+            ev.left_edge[i], ev.left_edge_err[i] = mean_se([ev.left_edge_replicas[i][r] for r in kept])
+        if ev.hard_z:
+            ev.outlier_z[i], ev.outlier_z_err[i] = _lowest_outlier([ev.hard_z[i][r] for r in kept])
     return ev

@@ -131,6 +131,7 @@ class HessianSpectrum:
     sectors: tuple = ()  # m -> inf: (antisymmetric, s.e., symmetric, s.e.) indicators (thresholds.meanfield)
     indicator_replicas: list = field(default_factory=list)  # per replica: the plain indicator
     clipped_replicas: list = field(default_factory=list)    # per replica: the clipped indicator
+    left_edge_replicas: list = field(default_factory=list)  # per replica: the left bulk edge
 
     @property
     def negative_outlier(self) -> bool | None:
@@ -350,7 +351,8 @@ def _aggregate(setup, per_replica: list, step) -> "HessianSpectrum":
                            step=step, negative_indicator_clipped=cind, negative_indicator_clipped_err=cind_se,
                            hard_z=[p.lowest_z for p in per_replica], sectors=sectors,
                            indicator_replicas=[p.indicator for p in per_replica],
-                           clipped_replicas=[p.indicator_clipped for p in per_replica])
+                           clipped_replicas=[p.indicator_clipped for p in per_replica],
+                           left_edge_replicas=[p.left_edge for p in per_replica])
 
 
 def check_supported(setup: DMFTSetup):

@@ -241,7 +241,8 @@ def _orbit_notes(evaluations) -> list:
         return []
     return [f"at delta = {', '.join(f'{d:.4g}' for d in orbit)} a DMFT replica ends in a period-2 orbit (thresholds.dmft "
             "eq. (10): the step is above the stability limit of some direction); its checkpoints alternate between "
-            "the orbit's two points, and the indicator there is not that of a settled state"]
+            "the orbit's two points, so the indicators there are taken on the other replicas (thresholds.evaluation "
+            "eq. (3); on all of them where every replica is in an orbit)"]
 
 
 def _path_check(f: _Indicators, ref, notes: list) -> dict:

@@ -6,8 +6,9 @@ Each delta is one ``evaluate`` (the DMFT run, cached by thresholds.dmft, then th
 appended to a JSON-lines file as it ends (a delta already there is skipped: the run resumes).  At the end the
 deltas done are printed in order with the sign of I_T: delta_NN(T) lies between the largest delta with I_T <= 0
 below the smallest with I_T > 0, as thresholds.search brackets it; where a replica ends in a period-2 orbit
-(thresholds.dmft eq. (10)) I_T is taken on the replicas that settle (the search keeps every replica and says so in
-a note).  quad, m = 16, 600 steps: about
+(thresholds.dmft eq. (10)) I_T is taken on the replicas that settle, as the evaluation states it
+(thresholds.evaluation eq. (3); records made before it hold the mean over every replica, and ``settled`` recomputes
+it from the per-replica values).  quad, m = 16, 600 steps: about
 4 minutes (delta 1) for the DMFT and 18 (delta 2) for the Hessian at the 16 checkpoints on one core (the search
 also needs line-fit points, the transient's short runs and a path check with twice the paths: hours).
 
