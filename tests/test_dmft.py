@@ -1,6 +1,7 @@
 import functools
 import math
 from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -523,15 +524,18 @@ def test_response_noise_reproduces_the_width_8_path_bias():
 
 def test_period_two_orbit_flags_an_alternating_loss_and_nothing_else():
     # eq. (10): a loss going up and down at alternate steps by more than 1e-3 of itself over the last
-    # min(50, T/4) steps (the quad m = 16 replica of validation/reports/planted/width section 10: 0.00034 and
-    # 0.00026 at even and odd steps), and not a decreasing loss, a flat one with rounding-level wiggles, an
-    # orbit that stopped before the window, or a run too short to tell
+    # min(20, T/4) steps (the quad m = 16 replica of validation/reports/planted/width section 10: 0.00034 and
+    # 0.00026 at even and odd steps; one that starts 32 steps before the end), and not a decreasing loss, a flat
+    # one with rounding-level wiggles, an orbit that stopped before the window, or a run too short to tell
     from thresholds.dmft import period_two_orbit
     t = np.arange(601)
     decay = 0.05 * np.exp(-t / 200)
     orbit = decay * (1 + 0.12 * (-1.0) ** t)
     assert period_two_orbit(orbit)
     assert not period_two_orbit(decay)
+    late = decay.copy()
+    late[-33:] = orbit[-33:]
+    assert period_two_orbit(late)
     assert not period_two_orbit(decay[-1] * (1 + 1e-6 * (-1.0) ** t))
     early = orbit.copy()
     early[-60:] = decay[-60:]
@@ -560,6 +564,23 @@ def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(mo
     assert flagged.period_two == [0]
     assert any(n.startswith("replica(s) 0 of 2 end in a period-2 orbit") for n in flagged.notes)
     assert np.array_equal(flagged.train_loss, plain.train_loss)
+    assert plain.replica_train.shape == (2, 21) and np.allclose(plain.replica_train.mean(axis=0), plain.train_loss)
+    # a result read back from the cache is flagged by eq. (10) as it stands (its replicas' losses are kept)
+    from thresholds import cache
+    monkeypatch.setattr(dmft, "period_two_orbit", lambda train: train[-1] > train[-2] * 1.5)
+    with cache.empty():
+        stored = solve_dmft(setup, cache=True)
+        assert stored.period_two == []
+        bumped = stored.replica_train.copy()
+        bumped[1, -1] = 2 * bumped[1, -2]
+        read = dmft._orbits_now(replace(stored, replica_train=bumped))
+        assert read.period_two == [1] and any(n.startswith("replica(s) 1 of 2 end in a period-2 orbit") for n in read.notes)
+        back = dmft._orbits_now(replace(read, replica_train=stored.replica_train))
+        assert back.period_two == [] and not any("period-2" in n for n in back.notes)
+        again = solve_dmft(setup, cache=True)
+        assert np.array_equal(again.replica_train, stored.replica_train) and again.period_two == []
+        assert dmft._orbits_now(replace(again, replica_train=None)).period_two == []
+    monkeypatch.setattr(dmft, "period_two_orbit", only_the_first)
     # and the Hessian evaluation of the DMFT law carries the list to the search (thresholds.search._orbit_notes)
     from thresholds.evaluation import evaluate
     from thresholds.nn import NNSetup

@@ -209,7 +209,7 @@ gradient, Cov(sqrt(d) f_s, sqrt(d) f_r) = K_F(s,r)/delta; thresholds.forcing).  
 
 Period-2 orbits.  With a step above the stability limit of some direction (eta times its curvature above 2) GD
 does not settle: it ends in a period-2 orbit, its train loss going up and down at alternate steps.  A replica is
-flagged (``period_two``) when over the last W = min(50, T / 4) steps every change of its train loss has the sign
+flagged (``period_two``) when over the last W = min(20, T / 4) steps every change of its train loss has the sign
 opposite to the one before and none is below 1e-3 of the loss:
 
     (L(t+1) - L(t)) (L(t) - L(t-1)) < 0,   |L(t+1) - L(t)| > 1e-3 L(t)     for T - W < t < T.           (10)
@@ -218,7 +218,11 @@ Its checkpoints (every T / 16 steps, even and odd) then alternate between the or
 there is that of a point on the orbit, not of a settled state (quad, m = 16, eta 0.05, delta 1.70: one replica of
 three, the mean left bulk edge -0.02 at odd checkpoints and -0.33 at even ones; finite-d GD at d = 200-3200 settles
 there: validation/reports/planted/width section 10).  The Hessian evaluation states its indicators on the other
-replicas (thresholds.evaluation eq. (3)).
+replicas (thresholds.evaluation eq. (3)).  An orbit can start late: at delta 1.6 (same setup) one replica's loss
+falls to 1.0e-4 by step 500 and from step 568 alternates between 7.7e-4 and 5.4e-4, so W is 20 steps (it was 50,
+which missed that replica).  The replicas' train losses are kept (``replica_train``) and eq. (10) is applied to
+them whenever a result is read back from the cache (results cached before they were kept keep the list made
+when they were run).
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
@@ -465,6 +469,7 @@ class DMFTResult:
     hard_signal: np.ndarray = None       # M_H,j(t) per replica (replicas, T+1, r_H, m) (planted runs; else None)
     sources: list = None                 # ``sources``: the source rows each replica used at the end (eq. (6b))
     period_two: list = None              # replicas ending in a period-2 orbit (eq. (10)); None: cached before
+    replica_train: np.ndarray = None     # (replicas, T+1) train loss per replica (None: cached before it was kept)
 
     def to_json(self, every: int = 1) -> dict:
         steps = []
@@ -1131,7 +1136,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
         from . import cache as _cache
         hit = _cache.load("dmft", setup.cache_key(), expect=DMFTResult)
         if hit is not None:
-            return hit
+            return _orbits_now(hit)
         result = solve_dmft(setup, progress=progress, cache=False)
         _cache.store("dmft", setup.cache_key(), result)
         return result
@@ -1160,7 +1165,8 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
         hard["hard_kernels"] = [(o.hard_kernel, o.hard_source) for o in outs]
     first = outs[0]
     chi = first.B / setup.eta if first.B is not None else None
-    orbit = [r for r, o in enumerate(outs) if period_two_orbit(o.train)]   # eq. (10)
+    train = np.array([o.train for o in outs])
+    orbit = [r for r, row in enumerate(train) if period_two_orbit(row)]   # eq. (10)
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
                       first.C, first.R, first.Cpsi, chi, *first.law, final_weights=first.omega,
                       replica_laws=[(o.law[0], o.law[1], o.law[2], o.omega) for o in outs],
@@ -1169,16 +1175,37 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
                       signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
                       easy_basis=split.easy.tolist() or None,
                       sources=[o.sources for o in outs] if setup.response == "sources" else None,
-                      period_two=orbit, **hard)
+                      period_two=orbit, replica_train=train, **hard)
 
 
-PERIOD_TWO_WINDOW = 50     # eq. (10): the last W = min(50, T / 4) steps
+PERIOD_TWO_WINDOW = 20     # eq. (10): the last W = min(20, T / 4) steps
 PERIOD_TWO_AMPLITUDE = 1e-3  # eq. (10): the smallest change, relative to the loss
+
+
+def _orbit_note(orbit: list, replicas: int) -> list:
+    if not orbit:
+        return []
+    return [f"replica(s) {', '.join(map(str, orbit))} of {replicas} end in a period-2 orbit (eq. (10): the "
+            "train loss goes up and down at alternate steps; the step is above the stability limit of some "
+            "direction): their checkpoints alternate between the orbit's two points, not a settled state"]
+
+
+def _orbits_now(res: DMFTResult) -> DMFTResult:
+    """A cached result with ``period_two`` and its note made by eq. (10) as it stands, where the result kept its
+    replicas' train losses."""
+    if res.replica_train is None:
+        return res
+    orbit = [r for r, row in enumerate(res.replica_train) if period_two_orbit(row)]
+    if orbit != res.period_two:
+        res.notes = ([n for n in res.notes if "end in a period-2 orbit (eq. (10)" not in n]
+                     + _orbit_note(orbit, len(res.replica_train)))
+        res.period_two = orbit
+    return res
 
 
 def period_two_orbit(train) -> bool:
     """Eq. (10): the train loss of one replica (steps 0..T) goes up and down at alternate steps over its last
-    min(50, T / 4) steps, by at least 1e-3 of itself at every step."""
+    min(20, T / 4) steps, by at least 1e-3 of itself at every step."""
     train = np.asarray(train, dtype=float)
     window = min(PERIOD_TWO_WINDOW, (len(train) - 1) // 4)
     if window < 2 or not np.all(np.isfinite(train[-window - 1:])):
@@ -1230,10 +1257,7 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
                  else "(" + ", ".join(f"{q:g}" for q in setup.planted) + ")")
         notes.append(f"planted start: M_H = {value} at step {setup.planted_step} (0 before) on {where}; the hard "
                      "directions are the last signal rows (eq. (7))")
-    if orbit:
-        notes.append(f"replica(s) {', '.join(map(str, orbit))} of {replicas} end in a period-2 orbit (eq. (10): the "
-                     "train loss goes up and down at alternate steps; the step is above the stability limit of some "
-                     "direction): their checkpoints alternate between the orbit's two points, not a settled state")
+    notes += _orbit_note(orbit, replicas)
     if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "
