@@ -599,3 +599,29 @@ def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(mo
     # final_only: the same Hessian at the horizon, and nothing before it
     last = evaluate(nn, 4.0, cache=False, final_only=True)
     assert last.steps == [16] and last.indicator == [full.indicator[-1]] and last.left_edge == [full.left_edge[-1]]
+
+
+def test_orbit_check_names_the_sample_that_flips():
+    # validation.orbit_check eq. (1): on synthetic pre-activations the sample that alternates is found with its
+    # label's rank; on GD (quad, m = 2, eta 0.08, 200 steps) a run at d = 200 ends in an orbit whose largest flip
+    # is at the largest label, and one at d = 60 settles
+    from click.testing import CliRunner
+    from thresholds.problem import Problem
+    from validation import orbit_check
+    rng = np.random.default_rng(0)
+    u = rng.normal(size=(50, 3))
+    y = rng.chisquare(1, 50)
+    later = u + 1e-3 * rng.normal(size=u.shape)
+    later[7, 1] += 2.0
+    f = orbit_check.flips(u, later, y)
+    assert f["max_flip"] == pytest.approx(abs(later[7, 1] - u[7, 1])) and f["flipping"] == 1
+    assert f["y_of_top"] == y[7] and f["rank_of_top"] == 1 + int(np.sum(y > y[7])) and f["n"] == 50
+    problem = Problem("quad", "phase_retrieval", eta=0.08, steps=200, m=2)
+    orbit = orbit_check.run(problem, 1.5, 200, 0)
+    assert orbit["orbit"] and orbit["rank_of_top"] == 1 and orbit["y_of_top"] == orbit["max_y"]
+    assert orbit["alternating_since"] < 200 - 20
+    assert not orbit_check.run(problem, 1.5, 60, 0)["orbit"]
+    assert "diverged" in orbit_check.run(Problem("quad", "phase_retrieval", eta=0.15, steps=200, m=2), 1.5, 200, 0)
+    bad = CliRunner().invoke(orbit_check.main, ["-a", "nope", "--eta", "0.1", "--delta", "1", "--dims", "100",
+                                                "--out", "x.jsonl"])
+    assert bad.exit_code != 0 and "unknown activation 'nope'" in bad.output and bad.exception.__class__ is SystemExit
