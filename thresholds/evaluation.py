@@ -14,7 +14,12 @@ thresholds.dmft.
 Replicas in a period-2 orbit.  A DMFT replica whose first phase ends in a period-2 orbit (thresholds.dmft
 eq. (10)) is not at a settled state: its checkpoints alternate between the orbit's two points, and its
 indicator with them (quad, m = 16, eta 0.05, delta 1.70: -0.043 at odd checkpoints, -0.596 at even ones, while
-the two settled replicas sit at +0.0005 and +0.0007 at the horizon; finite-d GD settles there).  The
+the two settled replicas sit at +0.0005 and +0.0007 at the horizon).  The orbit is that of one path with a label
+above the stability limit of its own step (thresholds.dmft eq. (10b)); GD draws such a sample once n P(y > y_c)
+is of order one (there: settled at d <= 3200, orbiting at d = 6400 in 2 data sets of 3), so eq. (3) is the Hessian
+that GD at the dimensions without such a sample settles to.  Clipping G (the clipped indicator) does not undo an
+orbit: the flipping sample displaces Theta itself (delta 1.6: clipped -0.025 / -0.069 on the two orbiting
+replicas, +0.0003 on the settled one).  The
 evaluation keeps every replica's values (``indicator_replicas``, ``clipped_replicas``, ``left_edge_replicas``,
 ``hard_z``) but states its summaries on the settled ones,
 
