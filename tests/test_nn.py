@@ -415,7 +415,7 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     assert "delta_NN(T = 600) in [1.8, 2.5]" in second.output
     assert "replica(s) [1] in a period-2 orbit (thresholds.dmft eq. (10)), I_T on the others -0.30000" in second.output
     assert second.output.count("period-2") == 1
-    rows = ip.read(str(out))
+    rows = ip.read_rows(str(out))
     assert [r["delta"] for r in rows] == [1.5, 2.5, 1.8] and rows[1]["hard_z"][-1] == [-0.01]
     assert ip.bracket(rows[1:2]) == (None, 2.5)
     # the sign on the settled replicas decides: replica 1 in an orbit with a mean below 0, replica 0 above 0

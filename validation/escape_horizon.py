@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import math
 import time
-from pathlib import Path
 
 import click
 import numpy as np
@@ -32,7 +31,7 @@ from thresholds.escape import growth
 from thresholds.evaluation import evaluate
 from thresholds.nn import NNSetup
 from thresholds.problem import Problem
-from validation import records
+from validation.records import extend, number_list, per_delta_options, read_rows
 
 
 def record(setup: NNSetup, delta: float) -> dict:
@@ -56,65 +55,13 @@ def horizon_crossing(rows: list, d: int):
     return first_crossing(vals)
 
 
-def read(path: str) -> list:
-    """The rows of a JSON-lines record (validation.records.read: none when the file is missing); a click error
-    naming the line when one does not parse."""
-    try:
-        return records.read(Path(path))
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
-
-
-def extend(out: str, rows: list, deltas, make_row, log=None) -> list:
-    """``rows`` (read from ``out``) plus ``make_row(delta)`` for each delta not yet among them, each appended to
-    ``out`` as it ends (validation.records.append) and passed to ``log``."""
-    done = {r["delta"] for r in rows}
-    for delta in deltas:
-        if delta in done:
-            continue
-        row = make_row(delta)
-        records.append(Path(out), row)
-        rows.append(row)
-        done.add(delta)
-        if log is not None:
-            log(row)
-    return rows
-
-
-def number_list(text: str, kind, option: str) -> list:
-    """Comma-separated positive numbers of ``kind`` (float or int); click.BadParameter otherwise."""
-    try:
-        values = [kind(x) for x in text.split(",")]
-    except ValueError:
-        values = []
-    if not values or not all(math.isfinite(v) and v > 0 for v in values):
-        raise click.BadParameter(f"{text!r}: expected comma-separated positive numbers", param_hint=option)
-    return values
-
-
-def per_delta_options(command):
-    """The options of a resumable per-delta record of the default DMFT law (this module, validation.indicator_points):
-    the setup, the deltas and the JSON-lines file."""
-    options = [click.option("-a", "--activation", required=True),
-               click.option("-l", "--link", default="phase_retrieval", show_default=True),
-               click.option("--eta", type=float, required=True),
-               click.option("--steps", type=int, default=600, show_default=True),
-               click.option("--m", type=int, default=1, show_default=True),
-               click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios."),
-               click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are "
-                            "skipped).")]
-    for option in reversed(options):
-        command = option(command)
-    return command
-
-
 @click.command()
 @per_delta_options
 @click.option("--dims", default="200,800", show_default=True)
 def main(activation, link, eta, steps, m, deltas, dims, out):
     deltas, dims = number_list(deltas, float, "--delta"), number_list(dims, int, "--dims")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
-    rows = extend(out, read(out), deltas, lambda delta: record(setup, delta),
+    rows = extend(out, read_rows(out), deltas, lambda delta: record(setup, delta),
                   lambda row: print(f"delta {row['delta']:g}: L(T) = {row['log_growth'][-1]:.3f} +- "
                                     f"{row['log_growth_err'][-1]:.3f}, indicator {row['indicator']:+.4f} "
                                     f"({row['seconds']:.0f} s)", flush=True))

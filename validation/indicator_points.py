@@ -26,7 +26,7 @@ import click
 from thresholds.evaluation import evaluate
 from thresholds.nn import NNSetup
 from thresholds.problem import Problem
-from validation.escape_horizon import extend, number_list, per_delta_options, read
+from validation.records import extend, number_list, per_delta_options, read_rows
 
 
 def record(setup: NNSetup, delta: float, final_only: bool = False) -> dict:
@@ -68,7 +68,7 @@ def bracket(rows: list) -> tuple:
 def main(activation, link, eta, steps, m, deltas, out, final_only):
     deltas = number_list(deltas, float, "--delta")
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
-    rows = extend(out, read(out), deltas, lambda delta: record(setup, delta, final_only))
+    rows = extend(out, read_rows(out), deltas, lambda delta: record(setup, delta, final_only))
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
               f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)"

@@ -32,8 +32,7 @@ from thresholds.catalog import get_activation, get_link
 from thresholds.dmft import period_two_orbit
 from thresholds.errors import ThresholdsError
 from thresholds.problem import Problem
-from validation import records
-from validation.escape_horizon import number_list
+from validation.records import append, number_list, read_rows
 from validation.simulate import GDSetup, run_gd
 
 FLIP = 0.1   # a sample "flips" when one of its pre-activations moves by more than this in the last step
@@ -92,11 +91,7 @@ def main(activation, link, eta, steps, m, deltas, dims, seeds, out):
         get_activation(activation), get_link(link)
     except ThresholdsError as exc:
         raise click.ClickException(str(exc)) from None
-    path = Path(out)
-    try:
-        rows = records.read(path)
-    except ValueError as exc:
-        raise click.ClickException(str(exc)) from None
+    rows = read_rows(out)
     done = {(r["d"], r["delta"], r["seed"]) for r in rows}
     for d in number_list(dims, int, "--dims"):
         for delta in number_list(deltas, float, "--delta"):
@@ -105,7 +100,7 @@ def main(activation, link, eta, steps, m, deltas, dims, seeds, out):
                     t0 = time.time()
                     row = run(problem, delta, d, seed)
                     row["seconds"] = time.time() - t0
-                    records.append(path, row)
+                    append(Path(out), row)
                     rows.append(row)
     for r in sorted(rows, key=lambda r: (r["delta"], r["d"], r["seed"])):
         if "diverged" in r:

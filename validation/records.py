@@ -1,10 +1,14 @@
 """Experiment records: one JSON object per line, appended as each trial ends (an interrupted
-experiment resumes from the lines already written)."""
+experiment resumes from the lines already written), and the command-line options of the experiments that write
+them."""
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+import click
 
 
 def read(path: Path) -> list[dict]:
@@ -58,3 +62,55 @@ def experiment(out: Path, args) -> tuple[Path, list[dict]]:
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.activation}_{args.link}_eta{args.eta:g}.jsonl"
     return path, read(path)
+
+
+def read_rows(path: str) -> list:
+    """The rows of a JSON-lines record (:func:`read`: none when the file is missing); a click error naming the line
+    when one does not parse."""
+    try:
+        return read(Path(path))
+    except ValueError as exc:
+        raise click.ClickException(str(exc)) from None
+
+
+def extend(out: str, rows: list, deltas, make_row, log=None) -> list:
+    """``rows`` (read from ``out``) plus ``make_row(delta)`` for each delta not yet among them, each appended to
+    ``out`` as it ends (:func:`append`) and passed to ``log``."""
+    done = {r["delta"] for r in rows}
+    for delta in deltas:
+        if delta in done:
+            continue
+        row = make_row(delta)
+        append(Path(out), row)
+        rows.append(row)
+        done.add(delta)
+        if log is not None:
+            log(row)
+    return rows
+
+
+def number_list(text: str, kind, option: str) -> list:
+    """Comma-separated positive numbers of ``kind`` (float or int); click.BadParameter otherwise."""
+    try:
+        values = [kind(x) for x in text.split(",")]
+    except ValueError:
+        values = []
+    if not values or not all(math.isfinite(v) and v > 0 for v in values):
+        raise click.BadParameter(f"{text!r}: expected comma-separated positive numbers", param_hint=option)
+    return values
+
+
+def per_delta_options(command):
+    """The options of a resumable per-delta record of the default DMFT law (validation.escape_horizon,
+    validation.indicator_points): the setup, the deltas and the JSON-lines file."""
+    options = [click.option("-a", "--activation", required=True),
+               click.option("-l", "--link", default="phase_retrieval", show_default=True),
+               click.option("--eta", type=float, required=True),
+               click.option("--steps", type=int, default=600, show_default=True),
+               click.option("--m", type=int, default=1, show_default=True),
+               click.option("--delta", "deltas", required=True, help="Comma-separated sample ratios."),
+               click.option("--out", required=True, help="JSON-lines file (appended; deltas already there are "
+                            "skipped).")]
+    for option in reversed(options):
+        command = option(command)
+    return command
