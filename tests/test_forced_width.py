@@ -126,3 +126,38 @@ def test_reference_table_sets_delta_nn_beside_the_crossings(tmp_path):
     assert next(line for line in lines if line.startswith("| gelu, 0.1 | 4 |")).endswith("| 6 | - |")
     assert lines[-1] == ("Widths whose d = inf delta_NN interval holds the figure: gelu: none (of m = 2); quad: "
                          "m = 4, m = 8 (of m = 1, 4, 8); both activations at one width: none.")
+
+
+def test_indicator_brackets_are_read_per_width_and_bad_specs_refused(tmp_path):
+    # --brackets: validation.indicator_points records -> (m, low, high) per series, the bracket taken on the settled
+    # replicas across every file of a spec; a record at another horizon or without a sign change is refused
+    import pytest
+    from validation.forced_width import indicator_brackets
+
+    def rows(name, pairs, steps=600, orbit=None):
+        path = tmp_path / name
+        path.write_text("".join(json.dumps({"delta": d, "steps": [steps], "indicator": [v],
+                                            "indicator_replicas": [[v, v]], "period_two": orbit}) + "\n"
+                                for d, v in pairs))
+        return str(path)
+    first = rows("a.jsonl", [(1.7, 0.001), (2.0, 0.002)])
+    second = rows("b.jsonl", [(1.5, -0.001), (1.6, 0.0003)])
+    assert indicator_brackets([f"quad:0.05:16={first},{second}"]) == {"quad, eta 0.05": [(16, 1.5, 1.6)]}
+    with pytest.raises(SystemExit, match="600-step horizon"):
+        indicator_brackets([f"gelu:0.1:2={rows('c.jsonl', [(25, -0.1), (30, 0.1)], steps=1200)}"])
+    with pytest.raises(SystemExit, match="do not bracket"):
+        indicator_brackets([f"quad:0.05:16={first}"])
+    with pytest.raises(SystemExit, match="ACT:ETA:M"):
+        indicator_brackets([f"quad:16={first}"])
+
+
+def test_brackets_are_drawn_as_bars_on_a_log_axis(monkeypatch, tmp_path):
+    from thresholds import plots
+    captured = {}
+    monkeypatch.setattr(plots, "save_figure", lambda plt, fig, path: captured.setdefault("fig", fig))
+    plots.crossing_vs_m_figure(tmp_path / "f.png", [("gelu, eta 0.1", [(1, 9.9, 0.3)], [(1, 9.7, 0.3)])],
+                               brackets={"gelu, eta 0.1": [(4, 35.0, 45.0)]})
+    ax = captured["fig"].axes[0]
+    assert ax.get_yscale() == "log"
+    bars = [seg for coll in ax.collections for seg in coll.get_segments()]
+    assert any(abs(seg[0][0] - 4 * 0.97) < 1e-12 and {seg[0][1], seg[1][1]} == {35.0, 45.0} for seg in bars)

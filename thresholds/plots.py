@@ -3,6 +3,8 @@ every function takes computed data and a path; nothing here computes."""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
 
 
@@ -205,11 +207,13 @@ def widths_figure(path, series, *, title=""):
     save_figure(plt, fig, path)
 
 
-def crossing_vs_m_figure(path, series, *, title="", limits=None):
+def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
     """Crossing delta_1/2 against the width m: ``series`` = [(label, forced, simulated)] with ``forced`` and
     ``simulated`` = [(m, value, s.e.)] (forced DMFT trials as filled diamonds joined by a line, GD as open
     squares), one colour per series; ``limits``: label -> [(m, value, low, high)], the d = inf delta_NN of the
-    same setup (``thresholds nn``; triangles with their intervals, dashed)."""
+    same setup (``thresholds nn``; triangles with their intervals, dashed); ``brackets``: label -> [(m, low,
+    high)], d = inf brackets without a value (the signs of the indicator at a few deltas; bars between the ends,
+    an open triangle at the middle)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for k, (label, forced, simulated) in enumerate(series):
@@ -222,6 +226,11 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None):
             for mm, vv in zip(m[open_], v[open_]):
                 ax.annotate("", xy=(mm * 0.97, vv * 1.3), xytext=(mm * 0.97, vv),
                             arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
+        if brackets and brackets.get(label):
+            m, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(brackets[label])))
+            mid = (lo + hi) / 2
+            ax.errorbar(m * 0.97, mid, yerr=[mid - lo, hi - mid], fmt="^", color=color, mfc="white", capsize=5,
+                        alpha=0.8, label=f"{label}: delta_NN bracket, d = inf (signs of I_T)")
         if forced:
             m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
             ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")
@@ -229,9 +238,15 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None):
             m, v, e = (np.array(c, dtype=float) for c in zip(*simulated))
             ax.errorbar(m, v, yerr=e, fmt="s", color=color, mfc="white", capsize=3, label=f"{label}: GD +- s.e.")
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")   # thresholds from about 1.5 (quad, m = 16) to 45 (gelu's brackets) on one axis
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    low, high = ax.get_ylim()
+    ax.set_yticks([v for v in (1, 1.5, 2, 3, 4, 6, 8, 10, 15, 20, 30, 40, 60, 100) if low <= v <= high])
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("width m")
     ax.set_ylabel("delta_1/2 (half of the runs learn by the horizon)")
-    ax.set_title(title, fontsize=9)
+    ax.set_title("\n".join(textwrap.wrap(title, 70)), fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     save_figure(plt, fig, path)
 

@@ -10,7 +10,8 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
         --plot validation/reports/planted/width/forced_vs_m_d200.png \\
         --reference validation/reports/conventions/finite_d_width.md
     (and --d 800 --plot .../forced_vs_m_d800.png with the same --out; ``--delta-nn FILE ...`` draws the d = inf
-    delta_NN of `thresholds nn -T 600 [--m M] --json` files at their width)
+    delta_NN of `thresholds nn -T 600 [--m M] --json` files at their width, ``--brackets ACT:ETA:M=FILE,...`` the
+    brackets of validation.indicator_points records where no search was run)
 
 The order of ``--out`` matters: the last directory that holds a point gives its crossing.  eq4b holds the m = 8
 trials with 40k paths at source tolerance 1e-2 that thresholds.forced eq. (4b) found too few (width section 8f), so
@@ -27,6 +28,7 @@ from pathlib import Path
 from thresholds.problem import Problem
 from validation import records
 from validation.forced_trials import OUT, crossings, records_path, summarize
+from validation.indicator_points import bracket
 from validation.planted_threshold import gd_crossings
 
 REPORTS = Path(__file__).resolve().parent / "reports" / "planted"
@@ -165,6 +167,29 @@ def delta_nn_limits(files) -> dict:
     return out
 
 
+def indicator_brackets(specs) -> dict:
+    """Series label -> [(m, low, high)] from ``ACT:ETA:M=FILE[,FILE...]`` specs: the bracket of delta_NN(600) by the
+    signs of I_T in validation.indicator_points records (its ``bracket``, on the replicas that settle), for the
+    widths where no full search was run.  Every row must be at the 600-step horizon and the bracket closed."""
+    out = {}
+    for spec in specs:
+        try:
+            head, files = spec.split("=", 1)
+            act, eta, m = head.split(":")
+            eta, m = float(eta), int(m)
+        except ValueError:
+            raise SystemExit(f"--brackets {spec!r}: expected ACT:ETA:M=FILE[,FILE...]") from None
+        rows = [r for f in files.split(",") for r in records.read(Path(f))]
+        if not rows or any(r["steps"][-1] != 600 for r in rows):
+            raise SystemExit(f"--brackets {spec!r}: no records, or records not at the 600-step horizon")
+        low, high = bracket(rows)
+        if low is None or high is None or low >= high:
+            raise SystemExit(f"--brackets {spec!r}: the records do not bracket delta_NN (I_T <= 0 up to {low}, "
+                             f"> 0 from {high})")
+        out.setdefault(f"{act}, eta {eta:g}", []).append((m, low, high))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, default=200)
@@ -178,6 +203,8 @@ def main(argv=None):
     ap.add_argument("--delta-nn", type=Path, nargs="*", default=[], help="`thresholds nn --json` files (phase "
                     "retrieval, 600 steps): with --plot their delta_NN is drawn at their width, with --reference it "
                     "is a column of the table")
+    ap.add_argument("--brackets", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the bracket of "
+                    "delta_NN(600) from validation.indicator_points records drawn at width M")
     args = ap.parse_args(argv)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
@@ -209,7 +236,7 @@ def main(argv=None):
         from thresholds.plots import crossing_vs_m_figure
         crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "
                              "(thresholds.forced) against GD" + (", and the d = inf delta_NN" if args.delta_nn else ""),
-                             limits=delta_nn_limits(args.delta_nn))
+                             limits=delta_nn_limits(args.delta_nn), brackets=indicator_brackets(args.brackets))
 
 
 if __name__ == "__main__":
