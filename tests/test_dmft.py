@@ -620,7 +620,15 @@ def test_orbit_check_names_the_sample_that_flips():
     orbit = orbit_check.run(problem, 1.5, 200, 0)
     assert orbit["orbit"] and orbit["rank_of_top"] == 1 and orbit["y_of_top"] == orbit["max_y"]
     assert orbit["alternating_since"] < 200 - 20
-    assert not orbit_check.run(problem, 1.5, 60, 0)["orbit"]
+    # eq. (3) for quad is 1 - 4 eta y ||x^perp||^2 / n; the orbiting sample is unstable there, not at its orbit point
+    own = orbit["largest_label"]
+    assert own["fitted_eigenvalue"] == pytest.approx(1 - 4 * 0.08 * own["label"] * own["x_norm2_over_n"], rel=1e-9)
+    assert own["fitted_eigenvalue"] < -1 < own["own_eigenvalue"]
+    settles = orbit_check.run(problem, 1.5, 60, 0)
+    assert not settles["orbit"]
+    fitted = settles["largest_label"]    # a settled sample is fitted: eqs. (2) and (3) nearly agree
+    assert fitted["f"] == pytest.approx(fitted["label"], rel=0.01)
+    assert fitted["own_eigenvalue"] == pytest.approx(fitted["fitted_eigenvalue"], abs=0.02)
     assert "diverged" in orbit_check.run(Problem("quad", "phase_retrieval", eta=0.15, steps=200, m=2), 1.5, 200, 0)
     bad = CliRunner().invoke(orbit_check.main, ["-a", "nope", "--eta", "0.1", "--delta", "1", "--dims", "100",
                                                 "--out", "x.jsonl"])

@@ -8,7 +8,16 @@ the flip
     F_i = max_j |u_ij(T) - u_ij(T - 1)|,   u_ij = theta_j . x_i,                                              (1)
 
 with the label y_i of the sample that flips most, its rank among the n labels (1: the largest) and how many samples
-flip by more than 0.1.  Per DMFT replica (``dmft_flips``, on a cached run whose checkpoints include an odd and an
+flip by more than 0.1; and for the sample with the largest label the lowest eigenvalue of its own step's Jacobian
+(thresholds.dmft eq. (10b) for any activation),
+
+    lambda_i = lowest eigenvalue of  I + eta (||x_i^perp||^2 / n) [(y_i - f_i) diag(a_j sigma''(u_ij))
+                                                                   - (1/m) v_i v_i^T],   v_ij = a_j sigma'(u_ij),   (2)
+
+at step T (below -1: that sample alone cannot settle), with its f_i; for a sample in an orbit (f_i away from y_i)
+also at the point fitted along its direction, u_i* = s u_i with f(u_i*) = y_i (where (y_i - f_i) drops out):
+
+    lambda_i* = 1 - eta (||x_i^perp||^2 / n) |v(u_i*)|^2 / m   (quad: 1 - 4 eta y_i ||x_i^perp||^2 / n).    (3)  Per DMFT replica (``dmft_flips``, on a cached run whose checkpoints include an odd and an
 even step, such as an ``evaluate`` of the default law): the same with u at those two checkpoints.
 
 A single sample with a large label has its own step unstable: its pre-activations alternate between two values
@@ -22,16 +31,18 @@ Run (validation/reports/planted/width section 10e):
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import click
 import numpy as np
+from scipy import optimize
 
 from thresholds.catalog import get_activation, get_link
 from thresholds.dmft import period_two_orbit
 from thresholds.errors import ThresholdsError
-from thresholds.problem import Problem
+from thresholds.problem import Problem, per_neuron
 from validation.records import append, number_list, read_rows
 from validation.simulate import GDSetup, run_gd
 
@@ -50,6 +61,27 @@ def flips(u_before, u_last, y) -> dict:
             "rank_of_top": int(np.sum(y > y[top]) + 1), "max_y": float(y.max())}
 
 
+def own_step(problem: Problem, X, y, U, i: int) -> dict:
+    """Eq. (2) for sample i: its label, f_i, ||x_i^perp||^2 / n (the latent coordinates left out, as the complement
+    run trains) and lambda_i, from the pre-activations U (n x m) at step T."""
+    act = get_activation(problem.activation)
+    k = get_link(problem.link).k
+    m = U.shape[1]
+    a, b = (np.asarray(per_neuron(v, m), float) for v in (problem.a, problem.b))
+    z = np.asarray(U[i], float) + b
+    f = float(np.mean(a * act.numpy(0)(z)))
+    v = a * act.numpy(1)(z) * np.ones(m)
+    c = problem.eta * float(np.sum(np.asarray(X[i, k:], float) ** 2)) / len(y)
+    J = np.eye(m) + c * ((y[i] - f) * np.diag(a * act.numpy(2)(z) * np.ones(m)) - np.outer(v, v) / m)
+    fitted = math.nan
+    gap = lambda scale: float(np.mean(a * act.numpy(0)(scale * np.asarray(U[i], float) + b))) - y[i]
+    if gap(0.0) < 0 < gap(50.0):   # eq. (3): the scale that fits the sample along its own direction
+        star = optimize.brentq(gap, 0.0, 50.0) * np.asarray(U[i], float) + b
+        fitted = 1 - c * float(np.sum((a * act.numpy(1)(star)) ** 2)) / m
+    return {"label": float(y[i]), "f": f, "x_norm2_over_n": c / problem.eta,
+            "own_eigenvalue": float(np.linalg.eigvalsh(J)[0]), "fitted_eigenvalue": fitted}
+
+
 def run(problem: Problem, delta: float, d: int, seed: int) -> dict:
     """One GD run (the complement run of validation.simulate, as the DMFT's first phase): eq. (10) and eq. (1)
     (``diverged`` and no more where GD blows up)."""
@@ -62,10 +94,14 @@ def run(problem: Problem, delta: float, d: int, seed: int) -> dict:
     loss = np.asarray(res.train_loss, float)
     change = np.diff(loss)
     steady = np.flatnonzero(change[1:] * change[:-1] >= 0)   # the last step without alternation
+    X, y = res.data
+    y = np.asarray(y, float).ravel()
     return {**row, "orbit": period_two_orbit(loss),
             "alternating_since": int(steady[-1] + 2) if steady.size else 0,
             "loss": [float(loss[T - 1]), float(loss[T])],
-            **flips(res.snapshots[T - 1], res.snapshots[T], res.data[1]), "seconds": res.seconds}
+            **flips(res.snapshots[T - 1], res.snapshots[T], y),
+            "largest_label": own_step(problem, X, y, np.asarray(res.snapshots[T]), int(np.argmax(y))),
+            "seconds": res.seconds}
 
 
 def dmft_flips(res, odd: int, even: int) -> list:
@@ -110,7 +146,13 @@ def main(activation, link, eta, steps, m, deltas, dims, seeds, out):
               + (f"period-2 orbit since step {r['alternating_since']}" if r["orbit"] else "settles")
               + f"; largest flip {r['max_flip']:.3f} (median {r['median_flip']:.2g}) at y = {r['y_of_top']:.2f} "
               f"(rank {r['rank_of_top']} of n = {r['n']}, max y {r['max_y']:.2f}), {r['flipping']} sample(s) "
-              f"beyond {FLIP:g}")
+              f"beyond {FLIP:g}" + _own_text(r))
+
+
+def _own_text(r: dict) -> str:
+    own = r.get("largest_label")
+    return (f"; largest label's own step (eq. (2)) {own['own_eigenvalue']:+.2f} at f = {own['f']:.2f}, fitted (eq. (3)) "
+            f"{own['fitted_eigenvalue']:+.2f}" if own else "")
 
 
 if __name__ == "__main__":
