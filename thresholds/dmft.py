@@ -242,8 +242,8 @@ its own ||x_i||^2 / n: at d = 3200 the settled sample with y = 13.55 is fitted (
 -0.83 (still settled after 2400 steps, its loss down to 4.5e-6); the orbiting ones have -1.23 and -1.45.  The DMFT
 orbits well inside it: the replica whose largest label is 13.8 orbits at delta 1.5 and 1.6 (eigenvalue -0.84 and
 -0.72), not at 1.7 (-0.62), and the one with 12.9 never (-0.72 at 1.5), so its limit lies near -0.72 at delta
-1.5-1.6, about 15% below eq. (10b) in the label (not explained; the finite set of paths, whose sums a single large
-path moves, is one candidate).  So the orbit
+1.5-1.6, about 15% below eq. (10b) in the label (not explained; the self-interaction of eq. (6e), of relative
+size (r + m) delta / N = 0.12-0.17 there, is of that size).  So the orbit
 is GD's as well once n P(y > y_c) is of order one (phase retrieval, y = z^2, y_c = 14: P = 1.8e-4), and at d = inf
 a fraction P(y > y_c) of the samples never settles: the d = inf first phase of such a setup has no settled state,
 only one up to that fraction.
