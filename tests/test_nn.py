@@ -425,6 +425,17 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     assert ip.settled(dict(orbit, period_two=None)) == -0.2          # records made before eq. (10)
     third = CliRunner().invoke(ip.main, args + ["--delta", "3", "--final-only"])
     assert third.exit_code == 0 and calls[-1] == 3.0 and finals == [False, False, False, True]
+    # a law other than the default: its paths and source tolerance reach the setup and the record
+    seen = []
+    monkeypatch.setattr(ip, "evaluate", lambda setup, delta, final_only=False: seen.append(setup) or fake(setup, delta))
+    other = tmp_path / "q.jsonl"
+    fourth = CliRunner().invoke(ip.main, ["-a", "quad", "--eta", "0.05", "--m", "2", "--out", str(other), "--delta", "2",
+                                          "--paths", "80000", "--source-tol", "0.01"])
+    assert fourth.exit_code == 0 and seen[0].paths == 80000 and seen[0].source_tol == 0.01
+    assert ip.read_rows(str(other))[0]["paths"] == 80000 and ip.read_rows(str(other))[0]["source_tol"] == 0.01
+    bad = CliRunner().invoke(ip.main, ["-a", "quad", "--eta", "0.05", "--out", str(other), "--delta", "2",
+                                       "--source-tol", "-1"])
+    assert bad.exit_code != 0 and "source-tol" in bad.output
 
 
 def test_search_notes_name_the_deltas_with_a_period_two_orbit():

@@ -65,10 +65,17 @@ def bracket(rows: list) -> tuple:
 @click.command()
 @per_delta_options
 @click.option("--final-only", is_flag=True, help="The Hessian at the horizon only (1/16 of its cost; no t-curve).")
-def main(activation, link, eta, steps, m, deltas, out, final_only):
+@click.option("--paths", type=click.IntRange(min=0), default=0, show_default=True,
+              help="DMFT paths, all replicas (0: the default law's automatic count).")
+@click.option("--source-tol", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Source tolerance of thresholds.dmft eq. (6b) (default: the default law's).")
+def main(activation, link, eta, steps, m, deltas, out, final_only, paths, source_tol):
     deltas = number_list(deltas, float, "--delta")
-    setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft")
-    rows = extend(out, read_rows(out), deltas, lambda delta: record(setup, delta, final_only))
+    law = {"paths": paths, **({"source_tol": source_tol} if source_tol is not None else {})}
+    setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft", **law)
+    rows = extend(out, read_rows(out), deltas,
+                  lambda delta: {**record(setup, delta, final_only), "paths": setup.paths_at(delta),
+                                 "source_tol": setup.source_tol})
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
               f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)"
