@@ -231,22 +231,24 @@ fitted sample (f_i = y_i) when
 
     y_i > y_c ~ delta / (2 eta)       (the sample's own term; the others' curvature along x_i adds about 1%)  (10b)
 
-(15 at delta 1.5, 17 at 1.7, eta 0.05; at m = 1 quad's thresholds lie near delta 5, y_c about 50).  Measured: in
-the orbiting DMFT replica at delta 1.70 the path with the largest label (y = 15.2; the settled replicas' largest
-are 12.9 and 13.8) moves by 1.8 between odd and even checkpoints, every other path by at most 0.1; at delta 1.5
-and 1.6 (the same labels) the replicas with 15.2 and 13.8 orbit.  GD at delta 1.5 and 1.6, d = 400-6400, three data
-sets each (validation/reports/planted/width section 10e): the 4 runs whose largest label is 16.7 or 18.4
-(d = 6400) orbit, that sample flipping by 2.2-4.1 (at 18.4 its f alternates 24.0 / 9.4 and its loss is all of
-the train loss's alternation), and the 20 whose largest label is at most 13.55 settle.  GD follows eq. (10b) with
-its own ||x_i||^2 / n: at d = 3200 the settled sample with y = 13.55 is fitted (f = 13.55) and its eigenvalue is
--0.83 (still settled after 2400 steps, its loss down to 4.5e-6); the orbiting ones have -1.23 and -1.45.  The DMFT
-orbits well inside it: the replica whose largest label is 13.8 orbits at delta 1.5 and 1.6 (eigenvalue -0.84 and
--0.72), not at 1.7 (-0.62), and the one with 12.9 never (-0.72 at 1.5), so its limit lies near -0.72 at delta
-1.5-1.6, about 15% below eq. (10b) in the label (not explained; the self-interaction of eq. (6e), of relative
-size (r + m) delta / N = 0.12-0.17 there, is of that size).  So the orbit
-is GD's as well once n P(y > y_c) is of order one (phase retrieval, y = z^2, y_c = 14: P = 1.8e-4), and at d = inf
-a fraction P(y > y_c) of the samples never settles: the d = inf first phase of such a setup has no settled state,
-only one up to that fraction.
+(15 at delta 1.5, 17 at 1.7, eta 0.05; at m = 1 quad's thresholds lie near delta 5, y_c about 50). Measured: in the
+orbiting DMFT replica at delta 1.70 the path with the largest label (y = 15.2; the settled replicas' largest are
+12.9 and 13.8) moves by 1.8 between odd and even checkpoints, every other path by at most 0.1; at delta 1.5 and 1.6
+(the same labels) the replicas with 15.2 and 13.8 orbit. GD at delta 1.5 and 1.6, d = 400-6400, three data sets each
+(validation/reports/planted/width section 10e): the 4 runs whose largest label is 16.7 or 18.4 (d = 6400) orbit,
+that sample flipping by 2.2-4.1 (at 18.4 its f alternates 24.0 / 9.4 and its loss is all of the train loss's
+alternation), and the 20 whose largest label is at most 13.55 settle. GD follows eq. (10b) with its own ||x_i||^2 /
+n: at d = 3200 the settled sample with y = 13.55 is fitted (f = 13.55) and its eigenvalue is -0.83 (still settled
+after 2400 steps, its loss down to 4.5e-6), every settled run -0.27 to -0.85 and every orbiting one -1.09 to -1.43.
+The default law of ``thresholds nn`` at m = 16 (20000-24000 paths, tolerance 1e-3) orbits well inside it: the
+replica whose largest label is 13.8 orbits at delta 1.5 and 1.6 (eigenvalue -0.84 and -0.72), not at 1.7 (-0.62),
+and the one with 12.9 never (-0.72 at 1.5): a limit near -0.72. By its size and by its going with more paths, that
+is the self-interaction of eq. (6e), of relative size (r + m) delta / N = 0.12-0.17 there (r = 490-690 sources, N =
+6666 paths per replica): with 80000 paths at tolerance 1e-2 (0.03) the limit is eq. (10b)'s (delta 2.0: the replica
+with label 20.2, eigenvalue -1.02, orbits; those with 17.9 and 17.7, -0.79 and -0.77, settle). So the orbit is GD's
+once n P(y > y_c) is of order one (phase retrieval, y = z^2, y_c = 15: P = 1.1e-4), and at d = inf a fraction P(y >
+y_c) of the samples never settles: the d = inf first phase of such a setup has no settled state, only one up to that
+fraction.
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
