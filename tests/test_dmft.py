@@ -523,8 +523,8 @@ def test_response_noise_reproduces_the_width_8_path_bias():
 
 
 def test_period_two_orbit_flags_an_alternating_loss_and_nothing_else():
-    # eq. (10): a loss going up and down at alternate steps by more than 1e-3 of itself over the last
-    # min(20, T/4) steps (the quad m = 16 replica of validation/reports/planted/width section 10: 0.00034 and
+    # eq. (10): a loss going up and down by more than 1e-3 of itself, at least W/4 times each way over the last
+    # W = min(20, T/4) steps (the quad m = 16 replica of validation/reports/planted/width section 10: 0.00034 and
     # 0.00026 at even and odd steps; one that starts 32 steps before the end), and not a decreasing loss, a flat
     # one with rounding-level wiggles, an orbit that stopped before the window, or a run too short to tell
     from thresholds.dmft import period_two_orbit
@@ -542,8 +542,16 @@ def test_period_two_orbit_flags_an_alternating_loss_and_nothing_else():
     assert not period_two_orbit(early)
     assert not period_two_orbit(orbit[:7])
     broken = orbit.copy()
-    broken[-3] = broken[-4]   # one step without the alternation breaks the condition
-    assert not period_two_orbit(broken)
+    broken[-3] = broken[-4]   # one step without the alternation: still an oscillation
+    assert period_two_orbit(broken)
+    longer = decay * (1 + 0.3 * np.sin(np.pi * t / 2))   # period 4, and an irregular one
+    assert period_two_orbit(longer)
+    assert period_two_orbit(decay * np.exp(0.5 * np.random.default_rng(1).standard_normal(t.size)))
+    rising = 1e-3 * np.exp(t / 100)   # a loss that only grows, or one rise among falls: not an oscillation
+    assert not period_two_orbit(rising)
+    one = decay.copy()
+    one[-5] *= 1.5
+    assert not period_two_orbit(one)
     assert not period_two_orbit(np.where(t == 598, np.nan, orbit))
 
 

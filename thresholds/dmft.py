@@ -208,11 +208,17 @@ gradient, Cov(sqrt(d) f_s, sqrt(d) f_r) = K_F(s,r)/delta; thresholds.forcing).  
 (K_M, K_F) (t, r < T) per replica.
 
 Period-2 orbits.  With a step above the stability limit of some direction (eta times its curvature above 2) GD
-does not settle: it ends in a period-2 orbit, its train loss going up and down at alternate steps.  A replica is
-flagged (``period_two``) when over the last W = min(20, T / 4) steps every change of its train loss has the sign
-opposite to the one before and none is below 1e-3 of the loss:
+does not settle: it ends in a period-2 orbit, its train loss going up and down at alternate steps (with several
+such directions, in a longer or irregular oscillation).  A replica is flagged (``period_two``) when over the last
+W = min(20, T / 4) steps its train loss rises by more than 1e-3 of itself at least W / 4 times and falls by as much
+at least W / 4 times:
 
-    (L(t+1) - L(t)) (L(t) - L(t-1)) < 0,   |L(t+1) - L(t)| > 1e-3 L(t)     for T - W < t < T.           (10)
+    #{t : L(t+1) - L(t) > 1e-3 L(t)} >= W / 4   and   #{t : L(t) - L(t+1) > 1e-3 L(t)} >= W / 4,   T - W <= t < T.  (10)
+
+(a period-2 orbit rises and falls W / 2 times each; a settling run only falls; one that grows steadily only rises).
+Before, eq. (10) asked for a strict alternation at every step; a replica of quad, m = 16, delta 1.6 on 80000 paths
+whose three labels above eq. (10b)'s limit make its loss change by +11%, +117%, -68%, +85%, -15%, ... per step
+passed it and was read as settled (validation/reports/planted/width section 10f).
 
 Its checkpoints (every T / 16 steps, even and odd) then alternate between the orbit's two points, so the Hessian
 there is that of a point on the orbit, not of a settled state (quad, m = 16, eta 0.05, delta 1.70: one replica of
@@ -1205,16 +1211,16 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
 
 
 PERIOD_TWO_WINDOW = 20     # eq. (10): the last W = min(20, T / 4) steps
-PERIOD_TWO_AMPLITUDE = 1e-3  # eq. (10): the smallest change, relative to the loss
+PERIOD_TWO_AMPLITUDE = 1e-3  # eq. (10): the smallest change counted, relative to the loss
 
 
 def _orbit_note(orbit: list, replicas: int) -> list:
     if not orbit:
         return []
-    return [f"replica(s) {', '.join(map(str, orbit))} of {replicas} end in a period-2 orbit (eq. (10): the "
-            "train loss goes up and down at alternate steps; the step is above the stability limit of some "
-            "direction, e.g. that of a path with a large label, eq. (10b)): their checkpoints alternate between the "
-            "orbit's two points, not a settled state"]
+    return [f"replica(s) {', '.join(map(str, orbit))} of {replicas} end in a period-2 orbit or a longer oscillation "
+            "(eq. (10): the train loss keeps going up and down; the step is above the stability limit of some "
+            "direction, e.g. that of a path with a large label, eq. (10b)): their checkpoints sit on the orbit, not "
+            "at a settled state"]
 
 
 def _orbits_now(res: DMFTResult) -> DMFTResult:
@@ -1224,23 +1230,23 @@ def _orbits_now(res: DMFTResult) -> DMFTResult:
         return res
     orbit = [r for r, row in enumerate(res.replica_train) if period_two_orbit(row)]
     if orbit != res.period_two:
-        res.notes = ([n for n in res.notes if "end in a period-2 orbit (eq. (10)" not in n]
+        res.notes = ([n for n in res.notes if "end in a period-2 orbit" not in n]
                      + _orbit_note(orbit, len(res.replica_train)))
         res.period_two = orbit
     return res
 
 
 def period_two_orbit(train) -> bool:
-    """Eq. (10): the train loss of one replica (steps 0..T) goes up and down at alternate steps over its last
-    min(20, T / 4) steps, by at least 1e-3 of itself at every step."""
+    """Eq. (10): the train loss of one replica (steps 0..T) goes up and down over its last W = min(20, T / 4) steps,
+    by more than 1e-3 of itself, at least W / 4 times each way (a period-2 orbit does each W / 2 times)."""
     train = np.asarray(train, dtype=float)
     window = min(PERIOD_TWO_WINDOW, (len(train) - 1) // 4)
     if window < 2 or not np.all(np.isfinite(train[-window - 1:])):
         return False
     tail = train[-window - 1:]
-    change = np.diff(tail)
-    return bool(np.all(change[1:] * change[:-1] < 0)
-                and np.all(np.abs(change) > PERIOD_TWO_AMPLITUDE * np.abs(tail[:-1])))
+    change = np.diff(tail) / np.maximum(np.abs(tail[:-1]), 1e-300)
+    need = window / 4
+    return bool(np.sum(change > PERIOD_TWO_AMPLITUDE) >= need and np.sum(change < -PERIOD_TWO_AMPLITUDE) >= need)
 
 
 def _per_replica_outputs(setup, act, outs, Ey, Ey2, rE):
