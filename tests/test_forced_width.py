@@ -145,19 +145,25 @@ def test_indicator_brackets_are_read_per_width_and_bad_specs_refused(tmp_path):
     assert indicator_brackets([f"quad:0.05:16={first},{second}"]) == {"quad, eta 0.05": [(16, 1.5, 1.6)]}
     with pytest.raises(SystemExit, match="600-step horizon"):
         indicator_brackets([f"gelu:0.1:2={rows('c.jsonl', [(25, -0.1), (30, 0.1)], steps=1200)}"])
+    assert indicator_brackets([f"quad:0.05:16={first}"]) == {"quad, eta 0.05": [(16, None, 1.7)]}   # open below
     with pytest.raises(SystemExit, match="do not bracket"):
-        indicator_brackets([f"quad:0.05:16={first}"])
+        indicator_brackets([f"quad:0.05:16={rows('d.jsonl', [(1.5, -0.1), (1.6, -0.2)])}"])
     with pytest.raises(SystemExit, match="ACT:ETA:M"):
         indicator_brackets([f"quad:16={first}"])
 
 
 def test_brackets_are_drawn_as_bars_on_a_log_axis(monkeypatch, tmp_path):
+    import numpy as np
     from thresholds import plots
     captured = {}
     monkeypatch.setattr(plots, "save_figure", lambda plt, fig, path: captured.setdefault("fig", fig))
     plots.crossing_vs_m_figure(tmp_path / "f.png", [("gelu, eta 0.1", [(1, 9.9, 0.3)], [(1, 9.7, 0.3)])],
-                               brackets={"gelu, eta 0.1": [(4, 35.0, 45.0)]})
+                               brackets={"gelu, eta 0.1": [(4, 35.0, 45.0), (16, None, 2.0)]})
     ax = captured["fig"].axes[0]
     assert ax.get_yscale() == "log"
     bars = [seg for coll in ax.collections for seg in coll.get_segments()]
     assert any(abs(seg[0][0] - 4 * 0.97) < 1e-12 and {seg[0][1], seg[1][1]} == {35.0, 45.0} for seg in bars)
+    from matplotlib.text import Annotation
+    arrows = [c for c in ax.get_children() if isinstance(c, Annotation)]   # the open bracket: an arrow down from 2
+    assert len(arrows) == 1 and arrows[0].xy[1] < 2.0 and arrows[0].xy[0] == 16 * 0.97
+    assert all(np.all(np.isfinite(seg)) for seg in bars)

@@ -213,7 +213,7 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
     squares), one colour per series; ``limits``: label -> [(m, value, low, high)], the d = inf delta_NN of the
     same setup (``thresholds nn``; triangles with their intervals, dashed); ``brackets``: label -> [(m, low,
     high)], d = inf brackets without a value (the signs of the indicator at a few deltas; bars between the ends,
-    an open triangle at the middle)."""
+    an open triangle at the middle; low None: an open triangle at high with an arrow down)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     for k, (label, forced, simulated) in enumerate(series):
@@ -227,10 +227,15 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
                 ax.annotate("", xy=(mm * 0.97, vv * 1.3), xytext=(mm * 0.97, vv),
                             arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
         if brackets and brackets.get(label):
-            m, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(brackets[label])))
-            mid = (lo + hi) / 2
-            ax.errorbar(m * 0.97, mid, yerr=[mid - lo, hi - mid], fmt="^", color=color, mfc="white", capsize=5,
-                        alpha=0.8, label=f"{label}: delta_NN bracket, d = inf (signs of I_T)")
+            m, lo, hi = (np.array([np.nan if v is None else v for v in c], dtype=float)
+                         for c in zip(*sorted(brackets[label], key=lambda b: b[0])))
+            below = ~np.isfinite(lo)   # open below: only an upper end
+            mid = np.where(below, hi, (lo + hi) / 2)
+            ax.errorbar(m * 0.97, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt="^", color=color,
+                        mfc="white", capsize=5, alpha=0.8, label=f"{label}: delta_NN bracket, d = inf (signs of I_T)")
+            for mm, hh in zip(m[below], hi[below]):
+                ax.annotate("", xy=(mm * 0.97, hh / 1.3), xytext=(mm * 0.97, hh),
+                            arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
         if forced:
             m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
             ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")

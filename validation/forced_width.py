@@ -170,7 +170,8 @@ def delta_nn_limits(files) -> dict:
 def indicator_brackets(specs) -> dict:
     """Series label -> [(m, low, high)] from ``ACT:ETA:M=FILE[,FILE...]`` specs: the bracket of delta_NN(600) by the
     signs of I_T in validation.indicator_points records (its ``bracket``, on the replicas that settle), for the
-    widths where no full search was run.  Every row must be at the 600-step horizon and the bracket closed."""
+    widths where no full search was run (low None: I_T > 0 at every delta done where a replica settles, the bracket
+    open below).  Every row must be at the 600-step horizon, and some delta must have I_T > 0."""
     out = {}
     for spec in specs:
         try:
@@ -183,7 +184,7 @@ def indicator_brackets(specs) -> dict:
         if not rows or any(r["steps"][-1] != 600 for r in rows):
             raise SystemExit(f"--brackets {spec!r}: no records, or records not at the 600-step horizon")
         low, high = bracket(rows)
-        if low is None or high is None or low >= high:
+        if high is None or (low is not None and low >= high):
             raise SystemExit(f"--brackets {spec!r}: the records do not bracket delta_NN (I_T <= 0 up to {low}, "
                              f"> 0 from {high})")
         out.setdefault(f"{act}, eta {eta:g}", []).append((m, low, high))
