@@ -216,6 +216,7 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
     an open triangle at the middle; low None: an open triangle at high with an arrow down)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
+    tips = []   # the arrows' ends, which do not widen the axes by themselves
     for k, (label, forced, simulated) in enumerate(series):
         color = f"C{k}"
         if limits and limits.get(label):
@@ -236,6 +237,7 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
             for mm, hh in zip(m[below], hi[below]):
                 ax.annotate("", xy=(mm * 0.97, hh / 1.3), xytext=(mm * 0.97, hh),
                             arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
+                tips.append(hh / 1.3)
         if forced:
             m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
             ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")
@@ -246,6 +248,9 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
     ax.set_yscale("log")   # thresholds from about 1.5 (quad, m = 16) to 45 (gelu's brackets) on one axis
     from matplotlib.ticker import NullFormatter, ScalarFormatter
     low, high = ax.get_ylim()
+    if tips and min(tips) < low * 1.05:
+        low = min(tips) / 1.1
+        ax.set_ylim(low, high)
     ax.set_yticks([v for v in (1, 1.5, 2, 3, 4, 6, 8, 10, 15, 20, 30, 40, 60, 100) if low <= v <= high])
     ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
