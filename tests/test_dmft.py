@@ -596,6 +596,9 @@ def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(mo
     first["seen"] = 0
     orbiting = evaluate(nn, 4.0, cache=False)
     assert orbiting.period_two == [0]
+    from thresholds.dmft import self_interaction   # eq. (6f) rides along on the evaluation
+    law = solve_dmft(nn.dmft(4.0))
+    assert orbiting.self_interaction == pytest.approx(self_interaction(law.setup, 1000, law.sources))
     # the indicators are stated on the settled replica (evaluation eq. (3)), every replica's values kept
     assert orbiting.indicator[-1] == orbiting.indicator_replicas[-1][1] and orbiting.indicator_err[-1] == 0.0
     assert orbiting.left_edge[-1] == orbiting.left_edge_replicas[-1][1]
@@ -641,3 +644,16 @@ def test_orbit_check_names_the_sample_that_flips():
     bad = CliRunner().invoke(orbit_check.main, ["-a", "nope", "--eta", "0.1", "--delta", "1", "--dims", "100",
                                                 "--out", "x.jsonl"])
     assert bad.exit_code != 0 and "unknown activation 'nope'" in bad.output and bad.exception.__class__ is SystemExit
+
+
+def test_a_run_says_when_its_self_interaction_is_large():
+    # eq. (6f): s = delta (r + m) / N per replica; the note appears above 0.05 and not below
+    from thresholds.dmft import SELF_INTERACTION_NOTE, self_interaction
+    few = solve_dmft(DMFTSetup("tanh", "abs", delta=4.0, eta=0.2, steps=20, paths=2000, replicas=2))
+    many = solve_dmft(DMFTSetup("tanh", "abs", delta=4.0, eta=0.2, steps=20, paths=40000, replicas=2))
+    s_few = self_interaction(few.setup, 1000, few.sources)
+    assert s_few == pytest.approx(4.0 * (np.mean(few.sources) + 1) / 1000) and s_few > SELF_INTERACTION_NOTE
+    assert any(n.startswith(f"self-interaction (eq. (6f)): each path's own term returns to it at about {s_few:.2g}")
+               for n in few.notes)
+    assert self_interaction(many.setup, 20000, many.sources) < SELF_INTERACTION_NOTE
+    assert not any("self-interaction" in n for n in many.notes)

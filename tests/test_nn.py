@@ -447,3 +447,17 @@ def test_search_notes_name_the_deltas_with_a_period_two_orbit():
     assert _orbit_notes([ev(2.0, []), ev(3.0, None)]) == []
     (note,) = _orbit_notes([ev(2.5, [1]), ev(1.7, [0, 2]), ev(3.0, [])])
     assert note.startswith("at delta = 1.7, 2.5 a DMFT replica ends in a period-2 orbit")
+
+
+def test_search_notes_a_large_self_interaction():
+    # thresholds.dmft eq. (6f): the search names the largest size and its delta when it exceeds the threshold
+    from thresholds.search import _self_interaction_notes
+
+    def ev(delta, size):
+        return Evaluation(delta, [10], [0.1], [0.01], [0.1], [0.01], [-0.1], [0.01], [math.nan], [math.nan],
+                          [math.nan], self_interaction=size)
+    assert _self_interaction_notes([ev(2.0, None), ev(3.0, 0.01)]) == []
+    (note,) = _self_interaction_notes([ev(2.0, 0.12), ev(3.0, 0.18), ev(4.0, None)])
+    assert note.startswith("the DMFT law's self-interaction (thresholds.dmft eq. (6f)) reaches 0.18 of the memory "
+                           "term (at delta = 3)")
+

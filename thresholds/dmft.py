@@ -103,6 +103,20 @@ Responses (the cost driver), chosen by ``response``:
   self-interaction at small tolerances, where the tail of the law needs more sources (validation/reports/dmft_paths,
   "own-term subtraction": the d = inf tail at step 400 is 1.16-1.19 against 1.228 at tol 1e-3;
   at tol 1e-6 with the subtraction the law equals GD at d = 8000 within 0.6 s.e.).
+  Size of the self-interaction (a note)                                                                       (6f).
+  Path p's own term returns to it with the weight omega_p c_p = (|nu_p|^2 + sum_J eps_pJ^2) / N, about (r + m) / N
+  (r sources, m initial directions, unit-variance coordinates), against the true memory term's 1 / delta, so its
+  relative size is
+
+      s = delta (r + m) / N      (N the paths per replica).
+
+  The default law of thresholds.nn takes N = 4000 delta per replica (four data sets of hessian eq. (5)), so
+  s = (r + m) / 4000 there (tolerance 1e-3, quad, eta 0.05, 600 steps): 0.010 at m = 1 (delta 11, r = 28-44), 0.11
+  at m = 8 (delta 2.15, r = 446-456: the law of the committed m = 8 search) and 0.12-0.18 at m = 16 (r = 490-690).
+  Measured (quad, phase retrieval, eta 0.05, m = 16, delta 2, step 600; validation/reports/planted/width 10f): the
+  train loss is 0.00023 / 0.00034 / 0.00046-0.00049 at s = 0.18 / 0.08 / 0.03 (24000 paths at tolerance 1e-3, 24000
+  at 1e-2, 80000 at 1e-2) against GD's 0.00047-0.00051 at d = 1600, and that replica's orbit limit (eq. (10b))
+  moves from 15% below GD's to GD's.  A run with s > 0.05 says so in its notes.
   Storage precision (``path_dtype``, truncated basis only)                                                   (6d).
   The per-path source arrays (eps, the whitened psi paths and their combination for u; rows = sources) are
   read in full at every step by three products over the paths, which are memory-bound at small m.  With
@@ -1283,6 +1297,13 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
         opened = [o.sources for o in outs]
         notes.append(f"source basis truncated at relative innovation variance {setup.source_tol:g} (eq. (6b)): "
                      f"{min(opened)}-{max(opened)} of {setup.steps * setup.m} sources per replica")
+    if setup.response == "sources" and not setup.own_term:
+        size = self_interaction(setup, n, [o.sources for o in outs])
+        if size > SELF_INTERACTION_NOTE:
+            notes.append(f"self-interaction (eq. (6f)): each path's own term returns to it at about {size:.2g} of its "
+                         f"memory term, above {SELF_INTERACTION_NOTE:g}: the law is biased by its paths (quad, m = 16, "
+                         "delta 2: 0.18 halves the train loss at step 600 against 80000 paths at tolerance 1e-2, 0.03, "
+                         "which agree with GD); use more paths or a larger source tolerance")
     if setup.planted:
         where = ("every hard direction and neuron" if not isinstance(setup.planted, tuple)
                  else "every hard direction, per neuron")
@@ -1302,6 +1323,14 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
         notes.append("test loss: population risk with w ~ N(0, " + ("||theta||^2" if setup.m == 1 else "C(t,t)")
                      + f") independent of y (null case); E[y] = {Ey:.10g}, E[y^2] = {Ey2:.10g}")
     return notes
+
+
+SELF_INTERACTION_NOTE = 0.05   # eq. (6f): the size above which a run's notes say its law is biased by its paths
+
+
+def self_interaction(setup: DMFTSetup, paths: int, opened: list) -> float:
+    """Eq. (6f): delta (r + m) / N, r the sources opened (mean over the replicas), N the paths per replica."""
+    return float(setup.delta * (np.mean(opened) + setup.m) / paths)
 
 
 def _link_split(link: Link, setup: DMFTSetup):

@@ -37,7 +37,7 @@ import math
 import numpy as np
 
 from . import cache as _disk
-from .dmft import checkpoints, solve_dmft
+from .dmft import checkpoints, self_interaction, solve_dmft
 from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
 from .laws import FirstPhaseLaw, dmft_law
@@ -62,6 +62,8 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
             law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
         ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, edge_d=setup.edge_d))
         ev.period_two = res.period_two   # thresholds.dmft eq. (10)
+        if dmft_setup.response == "sources" and not dmft_setup.own_term and res.sources:   # thresholds.dmft eq. (6f)
+            ev.self_interaction = self_interaction(dmft_setup, dmft_setup.paths // dmft_setup.replicas, res.sources)
         return settled(ev)
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "

@@ -170,6 +170,7 @@ class Evaluation:
     clipped_replicas: list = field(default_factory=list)    # (the jackknife of thresholds.crossing eq. (4))
     period_two: list = None  # DMFT replicas ending in a period-2 orbit (thresholds.dmft eq. (10)); None: unknown
     left_edge_replicas: list = field(default_factory=list)  # per checkpoint: the replicas' left bulk edges
+    self_interaction: float = None  # DMFT law: delta (r + m) / N of thresholds.dmft eq. (6f); None: not a sources run
 
     def at(self, step):
         return self.steps.index(step)

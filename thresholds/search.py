@@ -45,7 +45,7 @@ from dataclasses import replace
 
 from . import cache as _disk
 from .crossing import crossing
-from .dmft import checkpoints
+from .dmft import SELF_INTERACTION_NOTE, checkpoints
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate
 from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
@@ -194,7 +194,7 @@ def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, bel
     i = ref.at(T)
     settled = ref.left_edge[i] >= -2 * ref.left_edge_err[i]
     notes = _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref)
-    notes += _orbit_notes(el)
+    notes += _orbit_notes(el) + _self_interaction_notes(el)
     path_check = _path_check(f, ref, notes) if setup.law == "dmft" else None
     notes += _closing_notes(setup, ref, lo, below, main)
     return NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
@@ -232,6 +232,18 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
 
 
 PATH_CHECK_ALPHA = 0.05  # family-wise false-alarm level of the path check (half at the horizon, half on the curve)
+
+
+def _self_interaction_notes(evaluations) -> list:
+    """A note when the DMFT law's self-interaction (thresholds.dmft eq. (6f)) exceeds SELF_INTERACTION_NOTE at some
+    delta evaluated."""
+    sizes = [(e.self_interaction, e.delta) for e in evaluations if e.self_interaction is not None]
+    if not sizes or max(sizes)[0] <= SELF_INTERACTION_NOTE:
+        return []
+    size, delta = max(sizes)
+    return [f"the DMFT law's self-interaction (thresholds.dmft eq. (6f)) reaches {size:.2g} of the memory term (at "
+            f"delta = {delta:.4g}), above {SELF_INTERACTION_NOTE:g}: the law is biased by its paths (quad, m = 16: "
+            "the train loss half GD's at 0.18); check with more --paths or a larger --source-tol"]
 
 
 def _orbit_notes(evaluations) -> list:
