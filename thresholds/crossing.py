@@ -65,11 +65,11 @@ def crossing(evals: list, step: int, key: str = "indicator", bracket_only: bool 
 def _settled_values(values, ev) -> np.ndarray:
     """One evaluation's replica values with those of replicas in a period-2 orbit set to nan (thresholds.evaluation
     eq. (3)), unless every replica is in one."""
-    v = np.asarray(values, dtype=float).copy()
-    orbit = [r for r in (getattr(ev, "period_two", None) or []) if r < v.size]
-    if len(orbit) < v.size:
-        v[orbit] = math.nan
-    return v
+    v = np.asarray(values, dtype=float)
+    out = np.full_like(v, math.nan)
+    kept = ev.settled_replicas(v.size)
+    out[kept] = v[kept]
+    return out
 
 
 def jackknife_widened(c: Crossing, deltas: list, reps: list) -> Crossing:

@@ -1212,7 +1212,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
     first = outs[0]
     chi = first.B / setup.eta if first.B is not None else None
     train = np.array([o.train for o in outs])
-    orbit = [r for r, row in enumerate(train) if period_two_orbit(row)]   # eq. (10)
+    orbit = orbiting_replicas(train)   # eq. (10)
     return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
                       first.C, first.R, first.Cpsi, chi, *first.law, final_weights=first.omega,
                       replica_laws=[(o.law[0], o.law[1], o.law[2], o.omega) for o in outs],
@@ -1242,12 +1242,17 @@ def _orbits_now(res: DMFTResult) -> DMFTResult:
     replicas' train losses."""
     if res.replica_train is None:
         return res
-    orbit = [r for r, row in enumerate(res.replica_train) if period_two_orbit(row)]
+    orbit = orbiting_replicas(res.replica_train)
     if orbit != res.period_two:
         res.notes = ([n for n in res.notes if "end in a period-2 orbit" not in n]
                      + _orbit_note(orbit, len(res.replica_train)))
         res.period_two = orbit
     return res
+
+
+def orbiting_replicas(train) -> list:
+    """The replicas (rows of ``train``, losses over steps 0..T) flagged by eq. (10)."""
+    return [r for r, row in enumerate(train) if period_two_orbit(row)]
 
 
 def period_two_orbit(train) -> bool:
@@ -1297,13 +1302,12 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
         opened = [o.sources for o in outs]
         notes.append(f"source basis truncated at relative innovation variance {setup.source_tol:g} (eq. (6b)): "
                      f"{min(opened)}-{max(opened)} of {setup.steps * setup.m} sources per replica")
-    if setup.response == "sources" and not setup.own_term:
-        size = self_interaction(setup, n, [o.sources for o in outs])
-        if size > SELF_INTERACTION_NOTE:
-            notes.append(f"self-interaction (eq. (6f)): each path's own term returns to it at about {size:.2g} of its "
-                         f"memory term, above {SELF_INTERACTION_NOTE:g}: the law is biased by its paths (quad, m = 16, "
-                         "delta 2: 0.18 halves the train loss at step 600 against 80000 paths at tolerance 1e-2, 0.03, "
-                         "which agree with GD); use more paths or a larger source tolerance")
+    size = self_interaction(setup, n, [o.sources for o in outs])
+    if size is not None and size > SELF_INTERACTION_NOTE:
+        notes.append(f"self-interaction (eq. (6f)): each path's own term returns to it at about {size:.2g} of its "
+                     f"memory term, above {SELF_INTERACTION_NOTE:g}: the law is biased by its paths (quad, m = 16, "
+                     "delta 2: 0.18 halves the train loss at step 600 against 80000 paths at tolerance 1e-2, 0.03, "
+                     "which agree with GD); use more paths or a larger source tolerance")
     if setup.planted:
         where = ("every hard direction and neuron" if not isinstance(setup.planted, tuple)
                  else "every hard direction, per neuron")
@@ -1328,8 +1332,11 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
 SELF_INTERACTION_NOTE = 0.05   # eq. (6f): the size above which a run's notes say its law is biased by its paths
 
 
-def self_interaction(setup: DMFTSetup, paths: int, opened: list) -> float:
-    """Eq. (6f): delta (r + m) / N, r the sources opened (mean over the replicas), N the paths per replica."""
+def self_interaction(setup: DMFTSetup, paths: int, opened) -> float | None:
+    """Eq. (6f): delta (r + m) / N, r the sources opened (mean over the replicas), N the paths per replica; None
+    where there is none to size (not the ``sources`` back-end, the own term subtracted, or no sources listed)."""
+    if setup.response != "sources" or setup.own_term or not opened:
+        return None
     return float(setup.delta * (np.mean(opened) + setup.m) / paths)
 
 

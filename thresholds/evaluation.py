@@ -62,8 +62,7 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
             law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
         ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, edge_d=setup.edge_d))
         ev.period_two = res.period_two   # thresholds.dmft eq. (10)
-        if dmft_setup.response == "sources" and not dmft_setup.own_term and res.sources:   # thresholds.dmft eq. (6f)
-            ev.self_interaction = self_interaction(dmft_setup, dmft_setup.paths // dmft_setup.replicas, res.sources)
+        ev.self_interaction = self_interaction(dmft_setup, dmft_setup.paths // dmft_setup.replicas, res.sources)
         return settled(ev)
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
@@ -116,18 +115,10 @@ def _lowest_outlier(hard_z) -> tuple[float, float]:
     return mean, float(zs[has].std(ddof=1) / math.sqrt(has.sum())) if has.sum() > 1 else math.nan
 
 
-def settled_replicas(ev: Evaluation) -> list:
-    """The replicas of ``ev`` not in a period-2 orbit (eq. (3)); all of them when every one is in an orbit or the
-    orbits are unknown (``period_two`` None)."""
-    count = len(ev.indicator_replicas[0]) if ev.indicator_replicas else 0
-    kept = [r for r in range(count) if r not in (ev.period_two or [])]
-    return kept if kept else list(range(count))
-
-
 def settled(ev: Evaluation) -> Evaluation:
     """Eq. (3): ``ev`` with its indicators, left bulk edge, their s.e. and the lowest hard outliers taken over the
     settled replicas (those of the three it carries per replica); ``ev`` itself when no replica is left out."""
-    kept = settled_replicas(ev)
+    kept = ev.settled_replicas()
     if not ev.period_two or len(kept) == len(ev.indicator_replicas[0]):
         return ev
     for i in range(len(ev.steps)):

@@ -175,6 +175,15 @@ class Evaluation:
     def at(self, step):
         return self.steps.index(step)
 
+    def settled_replicas(self, count: int = None) -> list:
+        """The replicas (of ``count``; default: those of ``indicator_replicas``) not in a period-2 orbit
+        (thresholds.evaluation eq. (3)); all of them when every one is in an orbit or the orbits are unknown
+        (``period_two`` None)."""
+        if count is None:
+            count = len(self.indicator_replicas[0]) if self.indicator_replicas else 0
+        kept = [r for r in range(count) if r not in (self.period_two or [])]
+        return kept if kept else list(range(count))
+
 
 @dataclass
 class Crossing:

@@ -17,8 +17,10 @@ flip by more than 0.1; and for the sample with the largest label the lowest eige
 at step T (below -1: that sample alone cannot settle), with its f_i; for a sample in an orbit (f_i away from y_i)
 also at the point fitted along its direction, u_i* = s u_i with f(u_i*) = y_i (where (y_i - f_i) drops out):
 
-    lambda_i* = 1 - eta (||x_i^perp||^2 / n) |v(u_i*)|^2 / m   (quad: 1 - 4 eta y_i ||x_i^perp||^2 / n).    (3)  Per DMFT replica (``dmft_flips``, on a cached run whose checkpoints include an odd and an
-even step, such as an ``evaluate`` of the default law): the same with u at those two checkpoints.
+    lambda_i* = 1 - eta (||x_i^perp||^2 / n) |v(u_i*)|^2 / m   (quad: 1 - 4 eta y_i ||x_i^perp||^2 / n).    (3)
+
+Per DMFT replica (``dmft_flips``, on a cached run whose checkpoints include an odd and an even step, such as an
+``evaluate`` of the default law): eq. (1) with u at those two checkpoints.
 
 A single sample with a large label has its own step unstable: its pre-activations alternate between two values
 while every other sample settles.  GD meets such a sample once n = delta d is large enough to draw one, and the
@@ -65,19 +67,20 @@ def own_step(problem: Problem, X, y, U, i: int) -> dict:
     """Eq. (2) for sample i: its label, f_i, ||x_i^perp||^2 / n (the latent coordinates left out, as the complement
     run trains) and lambda_i, from the pre-activations U (n x m) at step T."""
     act = get_activation(problem.activation)
+    sigma, d1, d2 = (act.numpy(order) for order in (0, 1, 2))   # lambdified once (brentq calls sigma many times)
     k = get_link(problem.link).k
     m = U.shape[1]
     a, b = (np.asarray(per_neuron(v, m), float) for v in (problem.a, problem.b))
-    z = np.asarray(U[i], float) + b
-    f = float(np.mean(a * act.numpy(0)(z)))
-    v = a * act.numpy(1)(z) * np.ones(m)
+    u = np.asarray(U[i], float)
+    f = float(np.mean(a * sigma(u + b)))
+    v = a * d1(u + b) * np.ones(m)
     c = problem.eta * float(np.sum(np.asarray(X[i, k:], float) ** 2)) / len(y)
-    J = np.eye(m) + c * ((y[i] - f) * np.diag(a * act.numpy(2)(z) * np.ones(m)) - np.outer(v, v) / m)
+    J = np.eye(m) + c * ((y[i] - f) * np.diag(a * d2(u + b) * np.ones(m)) - np.outer(v, v) / m)
     fitted = math.nan
-    gap = lambda scale: float(np.mean(a * act.numpy(0)(scale * np.asarray(U[i], float) + b))) - y[i]
+    gap = lambda scale: float(np.mean(a * sigma(scale * u + b))) - y[i]
     if gap(0.0) < 0 < gap(50.0):   # eq. (3): the scale that fits the sample along its own direction
-        star = optimize.brentq(gap, 0.0, 50.0) * np.asarray(U[i], float) + b
-        fitted = 1 - c * float(np.sum((a * act.numpy(1)(star)) ** 2)) / m
+        star = optimize.brentq(gap, 0.0, 50.0) * u + b
+        fitted = 1 - c * float(np.sum((a * d1(star)) ** 2)) / m
     return {"label": float(y[i]), "f": f, "x_norm2_over_n": c / problem.eta,
             "own_eigenvalue": float(np.linalg.eigvalsh(J)[0]), "fitted_eigenvalue": fitted}
 
