@@ -748,7 +748,9 @@ def _nn_setup_options(func):
                      "halves the memory traffic of the GD runs, the indicators agree far inside their errors)."),
         click.option("--paths", default=None, type=click.IntRange(0, 10**8),
                      help="DMFT paths (all replicas together); 0 or unset: auto, at least 20000 and, with --edge-d, "
-                     "4 data sets of n = delta EDGE_D paths per replica at every delta."),
+                     "4 data sets of n = delta EDGE_D paths per replica at every delta, run again with more paths "
+                     "where the law's self-interaction exceeds 0.05 (the Hessian still reads the first count; "
+                     "thresholds.evaluation eq. (4))."),
         click.option("--replicas", default=3, show_default=True, type=click.IntRange(2, 1000),
                      help="Independent seeds (--law gd) or DMFT replicas (error bars)."),
         click.option("--source-tol", default=None, type=click.FloatRange(0, 1, max_open=True),

@@ -306,12 +306,16 @@ def test_path_check_flags_a_moving_indicator_and_says_what_to_do(monkeypatch, so
         assert check["half_paths"] == check["check_paths"] == 2000 and bool(notes) == flagged
         if flagged:
             assert fragment in notes[0] and (edge_d == 0 or "--edge-d D" not in notes[0])
-    # auto paths are the fewest that resolve the cut, so the check runs twice as many instead of half
+    # auto paths are the fewest that resolve the cut, so the check runs a DMFT with twice as many instead of half
+    # (twice those of the reference's run, which eq. (4) of thresholds.evaluation may have raised), on the same setup
     auto = NNSetup("quad", law="dmft", paths=0, replicas=2, source_tol=source_tol, edge_d=edge_d)
-    seen = []
-    monkeypatch.setattr(search, "evaluate", lambda s, d, **kw: seen.append(s.paths) or ev(0.0))
-    check = search._path_check(search._Indicators(auto, False, None, None, None), ref, [])
-    assert seen == [check["check_paths"]] == [2 * auto.paths_at(6.0)] and "half_paths" not in check
+    for ref_paths, expected in ((None, 2 * auto.paths_at(6.0)), (90_000, 180_000)):
+        seen = []
+        monkeypatch.setattr(search, "evaluate", lambda s, d, **kw: seen.append((s.paths, kw["dmft_paths"])) or ev(0.0))
+        ref.paths = ref_paths
+        check = search._path_check(search._Indicators(auto, False, None, None, None), ref, [])
+        assert seen == [(0, expected)] and check["check_paths"] == expected and "half_paths" not in check
+        assert check["paths"] == (ref_paths or auto.paths_at(6.0))
 
 
 def test_auto_paths_hold_data_sets_of_n_samples_at_every_delta():
@@ -403,7 +407,8 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
         z = [[math.nan], [-0.01 if delta > 2 else math.nan]]
         return Evaluation(delta, [300, 600], [delta - 2.0] * 2, [0.01] * 2, [0.0] * 2, [0.0] * 2, [-0.005] * 2,
                           [0.0] * 2, [math.nan] * 2, [math.nan] * 2, [math.nan] * 2, hard_z=z,
-                          period_two=[1] if delta == 1.8 else [], indicator_replicas=[[delta - 2.1, delta - 1.9]] * 2)
+                          period_two=[1] if delta == 1.8 else [], indicator_replicas=[[delta - 2.1, delta - 1.9]] * 2,
+                          paths=setup.paths or 99_000, self_interaction=0.02)   # auto: as if raised (evaluation eq. (4))
     monkeypatch.setattr(ip, "evaluate", fake)
     out = tmp_path / "p.jsonl"
     args = ["-a", "quad", "--eta", "0.05", "--m", "2", "--out", str(out)]
@@ -417,6 +422,10 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
     assert second.output.count("period-2") == 1
     rows = ip.read_rows(str(out))
     assert [r["delta"] for r in rows] == [1.5, 2.5, 1.8] and rows[1]["hard_z"][-1] == [-0.01]
+    from thresholds.problem import Problem
+    auto = NNSetup.from_problem(Problem("quad", eta=0.05, m=2), law="dmft")
+    assert rows[1]["paths"] == 99_000 and rows[1]["hessian_paths"] == auto.paths_at(2.5) < 99_000
+    assert rows[1]["self_interaction"] == 0.02
     assert ip.bracket(rows[1:2]) == (None, 2.5)
     # the sign on the settled replicas decides: replica 1 in an orbit with a mean below 0, replica 0 above 0
     orbit = dict(rows[2], indicator=[-0.2], indicator_replicas=[[0.1, -0.5]], period_two=[1])
@@ -433,6 +442,7 @@ def test_indicator_points_brackets_delta_nn_and_resumes(monkeypatch, tmp_path):
                                           "--paths", "80000", "--source-tol", "0.01"])
     assert fourth.exit_code == 0 and seen[0].paths == 80000 and seen[0].source_tol == 0.01
     assert ip.read_rows(str(other))[0]["paths"] == 80000 and ip.read_rows(str(other))[0]["source_tol"] == 0.01
+    assert ip.read_rows(str(other))[0]["hessian_paths"] == 80000
     bad = CliRunner().invoke(ip.main, ["-a", "quad", "--eta", "0.05", "--out", str(other), "--delta", "2",
                                        "--source-tol", "-1"])
     assert bad.exit_code != 0 and "source-tol" in bad.output
@@ -461,3 +471,37 @@ def test_search_notes_a_large_self_interaction():
     assert note.startswith("the DMFT law's self-interaction (thresholds.dmft eq. (6f)) reaches 0.18 of the memory "
                            "term (at delta = 3)")
 
+
+
+def test_auto_paths_run_again_when_the_self_interaction_is_large(monkeypatch):
+    """thresholds.evaluation eq. (4): with automatic paths a DMFT law whose self-interaction s (dmft eq. (6f)) is above
+    SELF_INTERACTION_MAX is run again at N_0 s / SELF_INTERACTION_TARGET paths per replica, and the Hessian reads the
+    first N_0 paths of each replica of that run; explicit paths are never raised."""
+    from thresholds import evaluation, nn as nn_module
+    from thresholds.dmft import self_interaction, solve_dmft
+    from thresholds.hessian import spectra_of_law
+    from thresholds.laws import FirstPhaseLaw, ReplicaLaw
+    assert evaluation.more_paths(1000, 0.068) == 3000 and evaluation.more_paths(8600, 0.115) == 40_000
+    monkeypatch.setattr(nn_module, "AUTO_PATHS", 2000)   # every source (tolerance 0): r = 16, s = 4 x 17 / 1000
+    auto = NNSetup("tanh", "abs", eta=0.2, steps=16, law="dmft", paths=0, replicas=2, edge_d=0)
+    base = auto.dmft(4.0)
+    s0 = self_interaction(base, 1000, solve_dmft(base).sources)
+    assert s0 == pytest.approx(0.068) and s0 > evaluation.SELF_INTERACTION_MAX
+    run = evaluation.first_phase(auto, 4.0, cache=False)
+    assert (run.paths, run.hessian_paths) == (6000, 2000)
+    assert run.self_interaction == pytest.approx(4.0 * 17 / 3000)
+    assert run.self_interaction < evaluation.SELF_INTERACTION_MAX
+    ev = evaluation.evaluate(auto, 4.0, cache=False, final_only=True)
+    assert ev.paths == 6000 and ev.self_interaction == run.self_interaction
+    # the Hessian of the first 1000 paths of each replica of the 6000-path run, thinned by hand
+    res = solve_dmft(replace(base, paths=6000))
+    (u_reps,) = [us for step, us in res.snapshots.items() if step == 16] or [[law[0] for law in res.replica_laws]]
+    hand = [ReplicaLaw(u[:1000], y[:1000], g[:1000], np.full(1000, 1e-3)) for u, (_, y, g, _) in
+            zip(u_reps, res.replica_laws)]
+    spectra = spectra_of_law(run.setup, FirstPhaseLaw({16: hand}), outliers="none", edge_d=0)
+    assert ev.indicator[-1] == pytest.approx(spectra[16].negative_indicator, rel=1e-10, abs=1e-12)
+    assert ev.left_edge[-1] == pytest.approx(spectra[16].left_edge, rel=1e-10, abs=1e-12)
+    # explicit paths stay as given; the path check's override keeps the Hessian on N_0
+    assert evaluation.first_phase(replace(auto, paths=2000), 4.0, cache=False).paths == 2000
+    check = evaluation.first_phase(auto, 4.0, cache=False, paths=12_000)
+    assert (check.paths, check.hessian_paths) == (12_000, 2000)

@@ -24,9 +24,8 @@ from dataclasses import asdict
 import numpy as np
 
 from .crossing import first_crossing
-from .dmft import solve_dmft
 from .errors import UnsupportedError
-from .evaluation import evaluate
+from .evaluation import evaluate, first_phase
 from .nn import Evaluation, NNResult, NNSetup
 
 
@@ -67,7 +66,7 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
         raise UnsupportedError("grok covers finite widths (its loss curves come from the DMFT, whose m -> inf "
                                "limit is not built); use a finite width")
     ev = evaluate(setup, delta, cache=cache, progress=progress, outliers="final", law_source=law_source)
-    res = solve_dmft(setup.dmft(delta), cache=cache)
+    res = first_phase(setup, delta, cache=cache).result   # the run evaluate read (evaluation eq. (4))
     i = ev.at(int(setup.steps))
     z, z_err = ev.outlier_z[i], ev.outlier_z_err[i]
     out = {"delta": float(delta), "setup": asdict(setup), "outlier_z": z, "outlier_z_err": z_err,

@@ -28,41 +28,99 @@ evaluation keeps every replica's values (``indicator_replicas``, ``clipped_repli
 
 unless every replica is in an orbit (then over all of them: there is no settled one to prefer).  The
 crossing's jackknife (thresholds.crossing eq. (4)) leaves the same replicas out.
+
+Automatic paths and the self-interaction.  With automatic paths (``paths`` = 0: N_0 per replica,
+thresholds.nn.NNSetup.paths_at, set by the Hessian's data sets of eq. (5) of thresholds.hessian) the DMFT law
+carries a self-interaction of relative size s = delta (r + m) / N (thresholds.dmft eq. (6f), r the sources it
+opened), which grows with the width: 0.010 at m = 1 (quad, delta 11), 0.02-0.04 for gelu at m = 2-8, 0.11 at
+quad m = 8 and 0.17 at m = 16 on N_0.  So the first phase of one delta is
+
+    the DMFT at N_0 paths per replica; if its s > SELF_INTERACTION_MAX, again at
+        N_1 = N_0 s / SELF_INTERACTION_TARGET (rounded up to a multiple of 1000) paths per replica,        (4)
+
+once (a remaining s above SELF_INTERACTION_MAX is in the run's notes and the search's).  The Hessian reads the
+first N_0 paths of each replica of the N_1 run (their weights renormalised; the paths are independent draws): the
+larger run removes the law's bias, and the Hessian keeps the sample size, the Monte Carlo error and the cost it
+has at N_0.  Measured (quad, phase retrieval, eta 0.05, m = 16, delta 2, step 600; validation/reports/planted/width
+10f): the train loss at s = 0.18 / 0.08 / 0.03 is 0.00023 / 0.00034 / 0.00046-0.00049 against GD's 0.00047-0.00051
+at d = 1600, so the target is set below 0.03, with room for r to grow with N.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from . import cache as _disk
-from .dmft import checkpoints, self_interaction, solve_dmft
+from .dmft import SELF_INTERACTION_NOTE, DMFTResult, DMFTSetup, checkpoints, self_interaction, solve_dmft
 from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
-from .laws import FirstPhaseLaw, dmft_law
+from .laws import FirstPhaseLaw, dmft_law, thinned
 from .nn import Evaluation, NNSetup
 from .numbers import mean_se
 from .store import carries_replicas, evaluation_key
 
 
+SELF_INTERACTION_MAX = SELF_INTERACTION_NOTE  # eq. (4): automatic paths run again above this self-interaction
+SELF_INTERACTION_TARGET = 0.025               # eq. (4): ... with paths for this one
+
+
+@dataclass
+class FirstPhase:
+    """The DMFT run behind one delta's evaluation (eq. (4)): its setup and result, the paths of the run (all
+    replicas), the paths the Hessian reads, and the run's self-interaction (thresholds.dmft eq. (6f))."""
+
+    setup: DMFTSetup
+    result: DMFTResult
+    paths: int
+    hessian_paths: int
+    self_interaction: float | None
+
+
+def first_phase(setup: NNSetup, delta: float, *, cache: bool = True, progress=None, paths: int = None) -> FirstPhase:
+    """Eq. (4): the DMFT first phase of ``setup`` (law "dmft") at ``delta``.  ``paths`` (all replicas) overrides
+    the run's paths; with automatic paths the Hessian then still reads N_0 per replica (the path check of
+    thresholds.search)."""
+    base = setup.dmft(delta)
+    check_supported(base)   # before the DMFT run
+    auto = not setup.paths
+    run_setup = replace(base, paths=int(paths)) if paths else base
+    res = solve_dmft(run_setup, cache=cache, progress=progress)
+    size = self_interaction(run_setup, run_setup.paths // run_setup.replicas, res.sources)
+    if auto and not paths and size is not None and size > SELF_INTERACTION_MAX:
+        run_setup = replace(base, paths=base.replicas * more_paths(base.paths // base.replicas, size))
+        res = solve_dmft(run_setup, cache=cache, progress=progress)
+        size = self_interaction(run_setup, run_setup.paths // run_setup.replicas, res.sources)
+    return FirstPhase(run_setup, res, run_setup.paths, base.paths if auto else run_setup.paths, size)
+
+
+def more_paths(per: int, size: float) -> int:
+    """Eq. (4): the paths per replica that bring a self-interaction ``size`` at ``per`` paths to
+    SELF_INTERACTION_TARGET, rounded up to a multiple of 1000."""
+    return int(math.ceil(per * size / SELF_INTERACTION_TARGET / 1000.0)) * 1000
+
+
 def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
-             outliers: str = "none", final_only: bool = False, law_source=None) -> Evaluation:
-    """Eqs. (1)-(2) at every checkpoint for one delta (one DMFT run or one set of GD runs); the outlier
+             outliers: str = "none", final_only: bool = False, law_source=None, dmft_paths: int = None) -> Evaluation:
+    """Eqs. (1)-(2) at every checkpoint for one delta (one DMFT run, eq. (4), or one set of GD runs); the outlier
     positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for.  ``final_only``:
     the indicators at the last step only.  ``law_source`` (thresholds.laws) supplies the
     first-phase law when ``setup.law`` is not "dmft" (the validation layer's ``validation.gd_law.nn_law``
-    for "gd")."""
+    for "gd").  ``dmft_paths``: the DMFT run's paths (all replicas) instead of eq. (4)'s (see
+    :func:`first_phase`)."""
     if setup.law == "dmft":
-        dmft_setup = setup.dmft(delta)
-        check_supported(dmft_setup)   # before the DMFT run
-        res = solve_dmft(dmft_setup, cache=cache, progress=progress)
-        law = dmft_law(res)
+        run = first_phase(setup, delta, cache=cache, progress=progress, paths=dmft_paths)
+        law = dmft_law(run.result)
+        if run.hessian_paths < run.paths:   # eq. (4): the Hessian on N_0 paths per replica
+            law = thinned(law, run.hessian_paths // run.setup.replicas)
         if final_only:   # the Hessian at the horizon only (1/16 of its cost)
             law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
-        ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, edge_d=setup.edge_d))
-        ev.period_two = res.period_two   # thresholds.dmft eq. (10)
-        ev.self_interaction = self_interaction(dmft_setup, dmft_setup.paths // dmft_setup.replicas, res.sources)
+        ev = from_spectra(delta, spectra_of_law(run.setup, law, outliers=outliers, edge_d=setup.edge_d))
+        ev.period_two = run.result.period_two   # thresholds.dmft eq. (10)
+        ev.self_interaction = run.self_interaction
+        ev.paths = run.paths
         return settled(ev)
     if law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "

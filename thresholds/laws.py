@@ -60,3 +60,12 @@ def dmft_law(result) -> FirstPhaseLaw:
     snaps = result.snapshots or {result.setup.steps: [law[0] for law in finals]}
     return FirstPhaseLaw({step: [ReplicaLaw(u, y, g, w) for u, (_, y, g, w) in zip(us, finals)]
                           for step, us in snaps.items()})
+
+
+def thinned(law: FirstPhaseLaw, per: int) -> FirstPhaseLaw:
+    """``law`` with the first ``per`` samples of each replica at every step, their weights renormalised to sum to 1
+    (a replica's paths are independent draws, so its first ``per`` are a sample of the same law)."""
+    def head(r: ReplicaLaw) -> ReplicaLaw:
+        w = np.asarray(r.w[:per], dtype=float)
+        return ReplicaLaw(r.u[:per], r.y[:per], r.g[:per], w / w.sum())
+    return FirstPhaseLaw({step: [head(r) for r in reps] for step, reps in law.steps.items()}, law.note)

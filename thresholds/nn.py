@@ -106,7 +106,8 @@ class NNSetup(Problem):
 
     def paths_at(self, delta: float) -> int:
         """The DMFT paths (all replicas) at ``delta``: ``paths``, or with ``paths`` = 0 (auto) at least AUTO_PATHS and,
-        with ``edge_d`` > 0, DATA_SETS data sets of n = delta edge_d samples per replica (thresholds.hessian eq. (5))."""
+        with ``edge_d`` > 0, DATA_SETS data sets of n = delta edge_d samples per replica (thresholds.hessian eq. (5)).
+        Auto: the paths the Hessian reads; the DMFT run may take more (thresholds.evaluation eq. (4))."""
         if self.paths:
             return int(self.paths)
         per = DATA_SETS * round(delta * self.edge_d) if self.edge_d else 0
@@ -171,6 +172,7 @@ class Evaluation:
     period_two: list = None  # DMFT replicas ending in a period-2 orbit (thresholds.dmft eq. (10)); None: unknown
     left_edge_replicas: list = field(default_factory=list)  # per checkpoint: the replicas' left bulk edges
     self_interaction: float = None  # DMFT law: delta (r + m) / N of thresholds.dmft eq. (6f); None: not a sources run
+    paths: int = None  # DMFT law: the run's paths, all replicas (thresholds.evaluation eq. (4)); None: not recorded
 
     def at(self, step):
         return self.steps.index(step)

@@ -258,18 +258,24 @@ def _orbit_notes(evaluations) -> list:
 
 
 def _path_check(f: _Indicators, ref, notes: list) -> dict:
-    """DMFT law: the indicators at ``ref.delta`` again with half the paths (twice as many with auto paths,
-    ``paths`` = 0, whose count is the least that resolves the eq. (5) cut, so that half of it would not).  The
+    """DMFT law: the indicators at ``ref.delta`` again with half the paths (with auto paths, ``paths`` = 0, a DMFT
+    run with twice the paths of ``ref``'s, thresholds.evaluation eq. (4), whose Hessian reads the same N_0 paths per
+    replica as ``ref``'s: N_0 is the least that resolves the eq. (5) cut, so that half of it would not).  The
     differences are t-tested with Welch's degrees of freedom (each run's s.e. comes from ``replicas``
     replicas): at the horizon at level PATH_CHECK_ALPHA / 2, and at every checkpoint at family-wise level
     PATH_CHECK_ALPHA / 2 (Sidak), so that a law that does not depend on the paths is flagged at most
     PATH_CHECK_ALPHA of the time (tests/test_numbers.py).  A flag is the path bias of the sources back-end or
     the extreme values of G (a note is added)."""
     setup = f.setup
-    paths = setup.paths_at(ref.delta)
-    other = 2 * paths if not setup.paths else max(paths // 2, 2 * setup.replicas)
-    check_setup = replace(setup, paths=other)
-    hv = evaluate(check_setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source)
+    paths = ref.paths or setup.paths_at(ref.delta)
+    if setup.paths:
+        other = max(paths // 2, 2 * setup.replicas)
+        hv = evaluate(replace(setup, paths=other), ref.delta, cache=f.cache, progress=f.progress,
+                      law_source=f.law_source)
+    else:   # the Hessian on the same N_0 paths per replica (thresholds.evaluation eq. (4))
+        other = 2 * paths
+        hv = evaluate(setup, ref.delta, cache=f.cache, progress=f.progress, law_source=f.law_source,
+                      dmft_paths=other)
     diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
     err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
     dof = [welch_dof(a, b, setup.replicas, setup.replicas) for a, b in zip(ref.indicator_err, hv.indicator_err)]

@@ -31,14 +31,16 @@ from validation.records import extend, number_list, per_delta_options, read_rows
 
 def record(setup: NNSetup, delta: float, final_only: bool = False) -> dict:
     """One delta: the indicator, its s.e. and per-replica values, the left bulk edge and the per-replica lowest hard
-    outliers at every checkpoint, and the replicas in a period-2 orbit (thresholds.dmft eq. (10); absent from
-    records made before it)."""
+    outliers at every checkpoint, the replicas in a period-2 orbit (thresholds.dmft eq. (10); absent from
+    records made before it), the DMFT run's paths (all replicas), those the Hessian read and the run's
+    self-interaction (thresholds.evaluation eq. (4); absent from records made before it)."""
     t0 = time.time()
     ev = evaluate(setup, delta, final_only=final_only)
     return {"delta": float(delta), "steps": [int(s) for s in ev.steps], "indicator": ev.indicator,
             "indicator_err": ev.indicator_err, "indicator_replicas": ev.indicator_replicas, "left_edge": ev.left_edge,
             "hard_z": [[None if z != z else float(z) for z in row] for row in ev.hard_z],
-            "period_two": ev.period_two, "seconds": time.time() - t0}
+            "period_two": ev.period_two, "paths": ev.paths, "hessian_paths": setup.paths_at(delta) if not setup.paths
+            else ev.paths, "self_interaction": ev.self_interaction, "seconds": time.time() - t0}
 
 
 def settled(row: dict) -> float | None:
@@ -74,8 +76,7 @@ def main(activation, link, eta, steps, m, deltas, out, final_only, paths, source
     law = {"paths": paths, **({"source_tol": source_tol} if source_tol is not None else {})}
     setup = NNSetup.from_problem(Problem(activation, link, eta=eta, steps=steps, m=m), law="dmft", **law)
     rows = extend(out, read_rows(out), deltas,
-                  lambda delta: {**record(setup, delta, final_only), "paths": setup.paths_at(delta),
-                                 "source_tol": setup.source_tol})
+                  lambda delta: {**record(setup, delta, final_only), "source_tol": setup.source_tol})
     for r in sorted(rows, key=lambda r: r["delta"]):
         print(f"delta {r['delta']:.4f}: I_T = {r['indicator'][-1]:+.5f} +- {r['indicator_err'][-1]:.5f}, left edge "
               f"{r['left_edge'][-1]:+.5f}, z* {r['hard_z'][-1]} ({r['seconds']:.0f} s)"
