@@ -505,3 +505,53 @@ def test_auto_paths_run_again_when_the_self_interaction_is_large(monkeypatch):
     assert evaluation.first_phase(replace(auto, paths=2000), 4.0, cache=False).paths == 2000
     check = evaluation.first_phase(auto, 4.0, cache=False, paths=12_000)
     assert (check.paths, check.hessian_paths) == (12_000, 2000)
+
+
+def test_dmft_law_evaluations_are_cached_and_read_back(monkeypatch):
+    """A search on the DMFT law resumes without its Hessians: evaluate stores the Evaluation (keyed by
+    thresholds.store.evaluation_key) and reads it back without a DMFT run or a Hessian."""
+    from thresholds import cache, evaluation
+    setup = NNSetup("tanh", "abs", eta=0.2, steps=16, law="dmft", paths=2000, replicas=2)
+    with cache.empty():
+        first = evaluation.evaluate(setup, 4.0, final_only=True)
+
+        def no_run(*args, **kw):
+            raise AssertionError("the DMFT ran again")
+        monkeypatch.setattr(evaluation, "first_phase", no_run)
+        again = evaluation.evaluate(setup, 4.0, final_only=True)
+        assert again.indicator == first.indicator and again.indicator_replicas == first.indicator_replicas
+        assert again.paths == first.paths == 2000 and again.period_two == first.period_two
+        with pytest.raises(AssertionError, match="ran again"):   # another checkpoint set is another entry
+            evaluation.evaluate(setup, 4.0)
+        with pytest.raises(AssertionError, match="ran again"):
+            evaluation.evaluate(setup, 4.0, final_only=True, cache=False)
+
+
+def test_search_starts_above_the_deltas_where_every_dmft_replica_orbits(monkeypatch):
+    """thresholds.search._lower_end: on the DMFT law the lower end moves up by ORBIT_STEP while every replica ends in
+    a period-2 orbit (no settled first phase to take a Hessian of), the Hessian is not evaluated there, and the result's
+    notes name those deltas; one settled replica is enough to start; orbits up to search_max are an error."""
+    from types import SimpleNamespace
+    from thresholds import search
+    setup = NNSetup("quad", law="dmft", paths=0, replicas=3, search_max=3.0)
+    monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: SimpleNamespace(
+        setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[0, 1, 2] if delta < 1.5 else [2])))
+
+    class F(search._Indicators):
+        def __call__(self, delta, step=None):
+            self.asked.append(delta)
+            return delta - 1.7
+    f = F(setup, False, None, None, None)
+    f.asked = []
+    lo, below, diverged = search._lower_end(f, 1.0)
+    assert lo == pytest.approx(1.5625) and f.orbiting == [1.0, 1.25] and f.asked == [lo] and not below
+    (note,) = search._lower_orbit_notes(f.orbiting, lo)
+    assert note.startswith("at delta = 1, 1.25 every DMFT replica ends in a period-2 orbit") and "starts at 1.562" in note
+    assert search._lower_orbit_notes([], lo) == []
+    monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: SimpleNamespace(
+        setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[0, 1, 2])))
+    with pytest.raises(ThresholdsError, match="period-2 orbit .* at every delta tried up to 2.441"):
+        search._lower_end(F(setup, False, None, None, None), 1.0)
+    gd = F(replace(setup, law="gd"), False, None, None, None)   # the finite-d GD law: no orbit test
+    gd.asked = []
+    assert search._lower_end(gd, 1.0)[0] == 1.0 and gd.orbiting == []

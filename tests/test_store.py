@@ -18,8 +18,10 @@ PINNED = [
      "33a93593f41a448da2fdd9930bae4682", "00c7f7da3b058360aacf17a825672a0a"),
     (NNSetup("gelu", m=16, mean_field=True, law_dtype="float64"), "7af371bb409a4c79546c199ce53b86fa",
      "5140409b0ac10362b8a3a2e2eb0063f9", "fa28a61aab4b6db1b2e0d448e87b8b33", "2100b66ec14323aa6ab724ebfa54090c"),
+    # the DMFT law's evaluations were not stored before their key carried the rules of thresholds.evaluation eqs.
+    # (3)-(4) (store.dmft_rules), so their key is pinned from then on
     (NNSetup("tanh", "3*tanh(z**2)", law="dmft", paths=40000, sphere=True, rho0=2.0),
-     "6fd48e3e416b6456df0f1f9b644c96db", "c8da25f0423bebd70108091585caa0e2", "2692b17f143273441fd1bf73e328499a",
+     "6fd48e3e416b6456df0f1f9b644c96db", "47a2d4646d248502481971cec8d40cca", "2692b17f143273441fd1bf73e328499a",
      "f20308b915053a70ca10995bfd2a8290"),
 ]
 
@@ -72,3 +74,19 @@ def test_the_tail_cut_reaches_the_dmft_law_only_and_its_key():
         NNSetup("quad", edge_d=1000).validate()   # the finite-d GD law has its own tail
     with pytest.raises(ThresholdsError, match="edge_d"):
         NNSetup("quad", law="dmft", edge_d=-1).validate()
+
+
+def test_dmft_law_keys_carry_the_path_and_orbit_rules():
+    """A search or evaluation on the DMFT law with automatic paths is keyed by the self-interaction rule of
+    thresholds.evaluation eq. (4) (searches stored before it are not reused); explicit paths are not; the path check's
+    run (``dmft_paths``) has its own evaluation key."""
+    from thresholds.nn import SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET
+    auto = NNSetup("quad", law="dmft", paths=0, source_tol=1e-3, edge_d=1000)
+    fixed = NNSetup("quad", law="dmft", paths=40000, source_tol=1e-3, edge_d=1000)
+    rule = [SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET]
+    assert result_key(auto)["paths_rule"] == rule and "paths_rule" not in result_key(fixed)
+    ev = evaluation_key(auto, 6.0, "none", False)
+    assert ev["paths_rule"] == rule and ev["orbits"][:2] == [20, 1e-3] and "final_only" not in ev
+    assert evaluation_key(auto, 6.0, "none", False, dmft_paths=90000)["dmft_paths"] == 90000
+    assert "paths_rule" not in evaluation_key(fixed, 6.0, "none", True)
+    assert "orbits" not in evaluation_key(NNSetup("quad"), 6.0, "none", True)   # the finite-d GD law

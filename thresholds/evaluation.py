@@ -7,9 +7,9 @@ such as the finite-d GD law of the validation layer) gives at each checkpoint t 
     I_t(delta) = -S(alpha at min(0, left bulk edge)),  plain and on the tail-clipped law,   (1)
     z*(t) = lowest negative hard outlier per replica (nan: none),                          (2)
 
-with means and standard errors over the replicas (thresholds.numbers.mean_se).  Evaluations of the
-finite-d law are cached (thresholds.store.evaluation_key); the DMFT run itself is cached by
-thresholds.dmft.
+with means and standard errors over the replicas (thresholds.numbers.mean_se).  Evaluations are cached
+(thresholds.store.evaluation_key: on the DMFT law with the rules of eqs. (3)-(4) in the key, so that a long search
+resumes without its Hessians); the DMFT run itself is cached by thresholds.dmft.
 
 Replicas in a period-2 orbit.  A DMFT replica whose first phase ends in a period-2 orbit (thresholds.dmft
 eq. (10)) is not at a settled state: its checkpoints alternate between the orbit's two points, and its
@@ -54,17 +54,13 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import cache as _disk
-from .dmft import SELF_INTERACTION_NOTE, DMFTResult, DMFTSetup, checkpoints, self_interaction, solve_dmft
+from .dmft import DMFTResult, DMFTSetup, checkpoints, self_interaction, solve_dmft
 from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
 from .laws import FirstPhaseLaw, dmft_law, thinned
-from .nn import Evaluation, NNSetup
+from .nn import SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET, Evaluation, NNSetup
 from .numbers import mean_se
 from .store import carries_replicas, evaluation_key
-
-
-SELF_INTERACTION_MAX = SELF_INTERACTION_NOTE  # eq. (4): automatic paths run again above this self-interaction
-SELF_INTERACTION_TARGET = 0.025               # eq. (4): ... with paths for this one
 
 
 @dataclass
@@ -110,32 +106,39 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     first-phase law when ``setup.law`` is not "dmft" (the validation layer's ``validation.gd_law.nn_law``
     for "gd").  ``dmft_paths``: the DMFT run's paths (all replicas) instead of eq. (4)'s (see
     :func:`first_phase`)."""
-    if setup.law == "dmft":
-        run = first_phase(setup, delta, cache=cache, progress=progress, paths=dmft_paths)
-        law = dmft_law(run.result)
-        if run.hessian_paths < run.paths:   # eq. (4): the Hessian on N_0 paths per replica
-            law = thinned(law, run.hessian_paths // run.setup.replicas)
-        if final_only:   # the Hessian at the horizon only (1/16 of its cost)
-            law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
-        ev = from_spectra(delta, spectra_of_law(run.setup, law, outliers=outliers, edge_d=setup.edge_d))
-        ev.period_two = run.result.period_two   # thresholds.dmft eq. (10)
-        ev.self_interaction = run.self_interaction
-        ev.paths = run.paths
-        return settled(ev)
-    if law_source is None:
-        raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
-                               "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
-    key = evaluation_key(setup, delta, outliers, final_only)
+    key = evaluation_key(setup, delta, outliers, final_only, dmft_paths)
     hit = _disk.load("nn-eval", key, expect=Evaluation) if cache else None
     if hit is not None and carries_replicas(hit):
         return hit
-    dmft_setup = setup.dmft(delta)
-    check_supported(dmft_setup)
-    law = law_source(setup, delta, [setup.steps] if final_only else checkpoints(setup.steps), progress=progress)
-    ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, mean_field=setup.mean_field))
+    if setup.law == "dmft":
+        ev = _dmft_evaluation(setup, delta, cache, progress, outliers, final_only, dmft_paths)
+    elif law_source is None:
+        raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
+                               "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
+    else:
+        dmft_setup = setup.dmft(delta)
+        check_supported(dmft_setup)
+        law = law_source(setup, delta, [setup.steps] if final_only else checkpoints(setup.steps), progress=progress)
+        ev = from_spectra(delta, spectra_of_law(dmft_setup, law, outliers=outliers, mean_field=setup.mean_field))
     if cache:
         _disk.store("nn-eval", key, ev)
     return ev
+
+
+def _dmft_evaluation(setup: NNSetup, delta: float, cache: bool, progress, outliers: str, final_only: bool,
+                     dmft_paths) -> Evaluation:
+    """Eqs. (1)-(4) on the DMFT law."""
+    run = first_phase(setup, delta, cache=cache, progress=progress, paths=dmft_paths)
+    law = dmft_law(run.result)
+    if run.hessian_paths < run.paths:   # eq. (4): the Hessian on N_0 paths per replica
+        law = thinned(law, run.hessian_paths // run.setup.replicas)
+    if final_only:   # the Hessian at the horizon only (1/16 of its cost)
+        law = FirstPhaseLaw({setup.steps: law.steps[setup.steps]}, law.note)
+    ev = from_spectra(delta, spectra_of_law(run.setup, law, outliers=outliers, edge_d=setup.edge_d))
+    ev.period_two = run.result.period_two   # thresholds.dmft eq. (10)
+    ev.self_interaction = run.self_interaction
+    ev.paths = run.paths
+    return settled(ev)
 
 
 def from_spectra(delta: float, spectra: dict) -> Evaluation:

@@ -50,6 +50,8 @@ from .problem import Problem
 FINITE_D = (200, 400, 1000, 2000, 4000, 10_000, 100_000)
 DEFAULT_LAW = "dmft"  # the first-phase law of ``thresholds nn`` and :meth:`NNSetup.from_problem` (module docstring)
 AUTO_PATHS = 20_000   # ``paths`` = 0 ("auto", DMFT law): at least this many, and DATA_SETS data sets of eq. (5)
+SELF_INTERACTION_MAX = 0.05     # auto paths: the DMFT runs again above this self-interaction (thresholds.evaluation eq. (4))
+SELF_INTERACTION_TARGET = 0.025  # ... with the paths for this one
 SCANNABLE = ("rho0", "a", "b", "eta", "weight_decay", "steps")
 
 

@@ -20,6 +20,14 @@ within a factor 1.25 of the crossing: the search adds deltas at 1.12 and
 1/1.12 times the crossing until there are).  When I_T <= 0 up to
 ``search_max`` the answer is "inf" with that bound.
 
+Lower end.  GD diverging at the start (the step above the stability limit of the whole network) doubles the lower
+end.  On the DMFT law a delta at which every replica ends in a period-2 orbit (thresholds.dmft eq. (10): paths whose
+labels are past the stability limit of their own step, eq. (10b); at d = inf a fraction P(y > y_c) of the samples,
+which grows as delta falls) has no settled first phase and so no Hessian to test: the lower end moves up by
+ORBIT_STEP = 1.25 until a replica settles, and the notes name those deltas (quad, phase retrieval, eta 0.05, m = 16:
+every replica orbits at delta 1.6 and 1.8 on a law with enough paths; validation/reports/planted/width 10f).  Where
+I_T > 0 already at that lower end, delta_NN is stated as at most it (``below_range``).
+
 t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
 evaluations (first sign change of I_t, linear interpolation).  The curve is
 declared converged when |delta_NN(T) - delta_NN(T/2)| is within the interval
@@ -47,7 +55,7 @@ from . import cache as _disk
 from .crossing import crossing
 from .dmft import SELF_INTERACTION_NOTE, checkpoints
 from .errors import DivergenceError, ThresholdsError
-from .evaluation import evaluate
+from .evaluation import evaluate, first_phase
 from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
 from .nn import NNResult, NNSetup
 from .numbers import differences_beyond_noise, welch_dof
@@ -61,6 +69,7 @@ class _Indicators:
     def __init__(self, setup: NNSetup, cache: bool, progress, log, law_source):
         self.setup, self.cache, self.progress, self.log, self.law_source = setup, cache, progress, log, law_source
         self.full, self.short = {}, {}
+        self.orbiting = []   # deltas below the search where every DMFT replica ends in a period-2 orbit
 
     def __call__(self, delta, step=None):
         T = int(self.setup.steps)
@@ -119,12 +128,26 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
     return result
 
 
+ORBIT_STEP = 1.25   # the lower end moves up by this factor while every DMFT replica ends in a period-2 orbit
+
+
 def _lower_end(f: _Indicators, lo: float):
-    """The lower end of the search: ``lo``, doubled while GD diverges there.  Returns (lo, I_T(lo) > 0,
-    the deltas at which GD diverged)."""
+    """The lower end of the search: ``lo``, doubled while GD diverges there and raised by ORBIT_STEP while every
+    DMFT replica ends in a period-2 orbit (thresholds.dmft eq. (10): no settled first phase, so no Hessian of one;
+    those deltas are kept in ``f.orbiting``).  Returns (lo, I_T(lo) > 0, the deltas at which GD diverged)."""
     diverged = []
     while True:
         try:
+            if _every_replica_orbits(f, lo):
+                f.orbiting.append(lo)
+                if f.log:
+                    f.log(f"delta = {lo:.5g}: every DMFT replica ends in a period-2 orbit; moving up")
+                if lo * ORBIT_STEP > f.setup.search_max:
+                    raise ThresholdsError(f"every DMFT replica ends in a period-2 orbit (thresholds.dmft eq. (10)) at "
+                                          f"every delta tried up to {lo:.4g} at eta = {f.setup.eta:g}: the first phase "
+                                          "does not settle; lower the step size")
+                lo *= ORBIT_STEP
+                continue
             return lo, f(lo) > 0, diverged
         except DivergenceError:
             diverged.append(lo)
@@ -134,6 +157,15 @@ def _lower_end(f: _Indicators, lo: float):
                 raise DivergenceError(f"GD diverges for every delta tried up to {lo:g} at eta = {f.setup.eta:g}: "
                                       "lower the step size") from None
             lo *= 2
+
+
+def _every_replica_orbits(f: _Indicators, delta: float) -> bool:
+    """DMFT law: whether every replica of the first phase at ``delta`` ends in a period-2 orbit (the run is cached,
+    and the evaluation at ``delta`` reads it)."""
+    if f.setup.law != "dmft":
+        return False
+    run = first_phase(f.setup, delta, cache=f.cache, progress=f.progress)
+    return len(run.result.period_two or []) == run.setup.replicas
 
 
 def _upward(f: _Indicators, lo: float) -> float:
@@ -194,7 +226,7 @@ def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, bel
     i = ref.at(T)
     settled = ref.left_edge[i] >= -2 * ref.left_edge_err[i]
     notes = _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref)
-    notes += _orbit_notes(el) + _self_interaction_notes(el)
+    notes += _lower_orbit_notes(f.orbiting, lo) + _orbit_notes(el) + _self_interaction_notes(el)
     path_check = _path_check(f, ref, notes) if setup.law == "dmft" else None
     notes += _closing_notes(setup, ref, lo, below, main)
     return NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
@@ -244,6 +276,16 @@ def _self_interaction_notes(evaluations) -> list:
     return [f"the DMFT law's self-interaction (thresholds.dmft eq. (6f)) reaches {size:.2g} of the memory term (at "
             f"delta = {delta:.4g}), above {SELF_INTERACTION_NOTE:g}: the law is biased by its paths (quad, m = 16: "
             "the train loss half GD's at 0.18); check with more --paths or a larger --source-tol"]
+
+
+def _lower_orbit_notes(orbiting: list, lo: float) -> list:
+    """A note naming the deltas below the search where no DMFT replica settles (:func:`_lower_end`)."""
+    if not orbiting:
+        return []
+    return [f"at delta = {', '.join(f'{d:.4g}' for d in orbiting)} every DMFT replica ends in a period-2 orbit "
+            "(thresholds.dmft eq. (10): paths whose labels are past the stability limit of their own step, eq. (10b), "
+            "a fraction P(y > y_c) of the samples at d = inf): the first phase does not settle there, so it has no "
+            f"Hessian to test; the search starts at {lo:.4g} (finite-d GD settles where n P(y > y_c) << 1)"]
 
 
 def _orbit_notes(evaluations) -> list:

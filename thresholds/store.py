@@ -22,7 +22,8 @@ from dataclasses import asdict
 
 from . import cache
 from .hessian import CLIP_QUANTILE, TAIL_RULE, exchangeable
-from .nn import NNResult, NNSetup
+from .dmft import PERIOD_TWO_AMPLITUDE, PERIOD_TWO_WINDOW
+from .nn import SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET, NNResult, NNSetup
 
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
 # fields a cached result may differ in when a caller accepts "the same setup" (cached_delta_nn any_search):
@@ -54,6 +55,8 @@ def result_key(setup: NNSetup) -> dict:
     key = {"nn": setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
     if setup.edge_d:  # hessian eq. (5) as data sets of n paths; searches made with the earlier cut are not reused
         key["tail"] = TAIL_RULE
+    if setup.law == "dmft" and not setup.paths:  # searches made before evaluation eq. (4) are not reused
+        key["paths_rule"] = dmft_rules(setup)["paths_rule"]
     return key | _engine(setup)
 
 
@@ -124,11 +127,23 @@ def cached_validation(setup: NNSetup, t0: float = DEFAULT_HORIZON[0], c: float =
     return None if setup.mean_field else cache.load("validation", validation_key(setup, t0, c), expect=dict)
 
 
-def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool) -> dict:
+def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool, dmft_paths: int = None) -> dict:
     """The key of the indicators at one delta: the setup without its search settings, the delta, the steps
-    at which outliers were located, and (finite-d law) whether only the last step was evaluated."""
+    at which outliers were located, whether only the last step was evaluated, and on the DMFT law the run's paths
+    when given (the path check) and :func:`dmft_rules`."""
     law_setup = {k: v for k, v in setup_fields(setup).items() if k not in SEARCH_FIELDS}
     key = {"nn-eval": law_setup, "delta": float(delta), "outliers": outliers, "version": 1} | _engine(setup)
-    if final_only and setup.law == "gd":
+    if final_only:
         key["final_only"] = True
+    if setup.law == "dmft":
+        key |= dmft_rules(setup) | ({"dmft_paths": int(dmft_paths)} if dmft_paths else {})
     return key
+
+
+def dmft_rules(setup: NNSetup) -> dict:
+    """What a DMFT-law evaluation depends on beyond its setup: the replicas left out as orbiting (thresholds.dmft
+    eq. (10), evaluation eq. (3)) and, with automatic paths, the self-interaction rule of evaluation eq. (4)."""
+    rules = {"orbits": [PERIOD_TWO_WINDOW, PERIOD_TWO_AMPLITUDE, "rises and falls"]}
+    if not setup.paths:
+        rules["paths_rule"] = [SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET]
+    return rules
