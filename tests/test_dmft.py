@@ -657,3 +657,35 @@ def test_a_run_says_when_its_self_interaction_is_large():
                for n in few.notes)
     assert self_interaction(many.setup, 20000, many.sources) < SELF_INTERACTION_NOTE
     assert not any("self-interaction" in n for n in many.notes)
+
+
+def test_unstable_fraction_of_fitted_own_steps():
+    # eq. (10c): for quad (a = 1, b = 0) lambda* = 1 - 4 eta y / delta, so P is the weight of the labels above
+    # delta / (2 eta) (eq. (10b)); for gelu with per-neuron a, b the fitted point and eigenvalue of one sample agree with
+    # a scalar root-finder (scipy brentq) and the formula written out; a label no scale reaches is not counted
+    from scipy import optimize
+    from thresholds.catalog import get_activation
+    from thresholds.dmft import fitted_eigenvalues, unstable_fraction
+    rng = np.random.default_rng(3)
+    u, g = rng.normal(size=(5000, 4)), rng.normal(size=5000)
+    w = rng.uniform(size=5000)
+    w /= w.sum()
+    quad = DMFTSetup("quad", "phase_retrieval", delta=1.0, eta=0.2, steps=10)
+    assert unstable_fraction(quad, u, g ** 2, w) == pytest.approx(np.sum(w[g ** 2 > 1.0 / (2 * 0.2)]), abs=1e-12)
+    lam = fitted_eigenvalues("quad", 1.0, 0.0, u, g ** 2, 0.2)
+    assert np.allclose(lam, 1 - 4 * 0.2 * g ** 2, atol=1e-9)
+    act = get_activation("gelu")
+    sigma, d1 = act.numpy(0), act.numpy(1)
+    a, b = np.array([1.0, 0.5, 1.5, 1.0]), np.array([0.0, 0.3, -0.2, 0.1])
+    checked = 0
+    for i in range(5):
+        y = 4.0 + i
+        gap = lambda s: float(np.mean(a * sigma(s * u[i] + b))) - y
+        if not gap(0.0) < 0 < gap(50.0):
+            continue
+        checked += 1
+        star = optimize.brentq(gap, 0.0, 50.0, xtol=1e-14) * u[i] + b
+        expected = 1 - 0.3 * float(np.sum((a * d1(star)) ** 2)) / 4
+        assert fitted_eigenvalues("gelu", tuple(a), tuple(b), u[i:i + 1], y, 0.3)[0] == pytest.approx(expected, rel=1e-9)
+    assert checked >= 3
+    assert np.isnan(fitted_eigenvalues("tanh", 1.0, 0.0, u[:1], 2.0, 0.3)[0])   # tanh never reaches 2

@@ -456,7 +456,11 @@ def test_search_notes_name_the_deltas_with_a_period_two_orbit():
                           [math.nan], period_two=orbit)
     assert _orbit_notes([ev(2.0, []), ev(3.0, None)]) == []
     (note,) = _orbit_notes([ev(2.5, [1]), ev(1.7, [0, 2]), ev(3.0, [])])
-    assert note.startswith("at delta = 1.7, 2.5 a DMFT replica ends in a period-2 orbit")
+    assert note.startswith("at delta = 1.7, 2.5 a DMFT replica ends in a period-2 orbit") and "eq. (10c)" not in note
+    shared = [ev(2.5, [1]), ev(2.0, [0])]
+    shared[0].unstable_fraction, shared[1].unstable_fraction = 2e-5, 0.0   # eq. (10c) where the evaluations carry it
+    (note,) = _orbit_notes(shared)
+    assert "eq. (10c): P = 0 (none among the paths), 2e-05 (d = 2e+04))" in note
 
 
 def test_search_notes_a_large_self_interaction():
@@ -501,6 +505,8 @@ def test_auto_paths_run_again_when_the_self_interaction_is_large(monkeypatch):
     spectra = spectra_of_law(run.setup, FirstPhaseLaw({16: hand}), outliers="none", edge_d=0)
     assert ev.indicator[-1] == pytest.approx(spectra[16].negative_indicator, rel=1e-10, abs=1e-12)
     assert ev.left_edge[-1] == pytest.approx(spectra[16].left_edge, rel=1e-10, abs=1e-12)
+    from thresholds.dmft import unstable_fraction   # dmft eq. (10c) on every path of the run, not the Hessian's
+    assert ev.unstable_fraction == np.mean([unstable_fraction(run.setup, u, y, w) for u, y, _, w in res.replica_laws])
     # explicit paths stay as given; the path check's override keeps the Hessian on N_0
     assert evaluation.first_phase(replace(auto, paths=2000), 4.0, cache=False).paths == 2000
     check = evaluation.first_phase(auto, 4.0, cache=False, paths=12_000)
@@ -536,6 +542,7 @@ def test_search_starts_above_the_deltas_where_every_dmft_replica_orbits(monkeypa
     setup = NNSetup("quad", law="dmft", paths=0, replicas=3, search_max=3.0)
     monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: SimpleNamespace(
         setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[0, 1, 2] if delta < 1.5 else [2])))
+    monkeypatch.setattr(search, "unstable_share", lambda run: 1e-4)
 
     class F(search._Indicators):
         def __call__(self, delta, step=None):
@@ -544,9 +551,10 @@ def test_search_starts_above_the_deltas_where_every_dmft_replica_orbits(monkeypa
     f = F(setup, False, None, None, None)
     f.asked = []
     lo, below, diverged = search._lower_end(f, 1.0)
-    assert lo == pytest.approx(1.5625) and f.orbiting == [1.0, 1.25] and f.asked == [lo] and not below
+    assert lo == pytest.approx(1.5625) and f.orbiting == [(1.0, 1e-4), (1.25, 1e-4)] and f.asked == [lo] and not below
     (note,) = search._lower_orbit_notes(f.orbiting, lo)
     assert note.startswith("at delta = 1, 1.25 every DMFT replica ends in a period-2 orbit") and "starts at 1.562" in note
+    assert "P = 0.0001 (d = 1e+04), 0.0001 (d = 8e+03) there" in note   # one such sample from d = 1 / (delta P)
     assert search._lower_orbit_notes([], lo) == []
     monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: SimpleNamespace(
         setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[0, 1, 2])))

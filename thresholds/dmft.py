@@ -268,7 +268,14 @@ is the self-interaction of eq. (6e), of relative size (r + m) delta / N = 0.12-0
 with label 20.2, eigenvalue -1.02, orbits; those with 17.9 and 17.7, -0.79 and -0.77, settle). So the orbit is GD's
 once n P(y > y_c) is of order one (phase retrieval, y = z^2, y_c = 15: P = 1.1e-4), and at d = inf a fraction P(y >
 y_c) of the samples never settles: the d = inf first phase of such a setup has no settled state, only one up to that
-fraction.
+fraction.  For any activation (square loss, no weight decay) a path's own step at the point fitted along its own
+direction, u* = s u with f(u*) = y (s in (0, FIT_SCALE_MAX]), has the eigenvalue
+
+    lambda* = 1 - (eta / delta) sum_j (a_j sigma'(u*_j + b_j))^2 / m,     P = weight of the paths with lambda* < -1   (10c)
+
+(validation.orbit_check eq. (3) with ||x_i||^2 / n = 1 / delta; quad, a = 1, b = 0: lambda* = 1 - 4 eta y / delta, so
+P = P(y > y_c) of eq. (10b)).  ``unstable_fraction`` gives it on a replica's paths; a data set of n = delta d samples
+holds about delta d P of them, one from d = 1 / (delta P) on.
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
@@ -1253,6 +1260,39 @@ def _orbits_now(res: DMFTResult) -> DMFTResult:
 def orbiting_replicas(train) -> list:
     """The replicas (rows of ``train``, losses over steps 0..T) flagged by eq. (10)."""
     return [r for r, row in enumerate(train) if period_two_orbit(row)]
+
+
+FIT_SCALE_MAX = 50.0   # eq. (10c): the largest scale s of the fitted point u* = s u searched
+
+
+def unstable_fraction(setup: DMFTSetup, u, y, w) -> float:
+    """Eq. (10c) on one replica's paths (u (N,) or (N, m) pre-activations, labels y, weights w summing to 1): the
+    weight of the paths whose own step at the point fitted along their own direction is unstable."""
+    lam = fitted_eigenvalues(setup.activation, setup.a, setup.b, u, y, setup.eta / setup.delta)
+    return float(np.sum(np.asarray(w, dtype=float)[lam < -1.0]))
+
+
+def fitted_eigenvalues(activation: str, a, b, u, y, c) -> np.ndarray:
+    """Eq. (10c) per sample: 1 - c sum_j (a_j sigma'(u*_j + b_j))^2 / m at u* = s u with f(u*) = y (c = eta ||x||^2 /
+    n: eta / delta at d = inf), nan where no s in (0, FIT_SCALE_MAX] fits (f(0) < y < f(FIT_SCALE_MAX u) is
+    required).  The scale is found by bisection on every sample at once."""
+    act = get_activation(activation)
+    sigma, d1 = act.numpy(0), act.numpy(1)
+    y = np.atleast_1d(np.asarray(y, dtype=float)).ravel()
+    u = np.asarray(u, dtype=float).reshape(len(y), -1)
+    m = u.shape[1]
+    a, b = per_neuron(a, m), per_neuron(b, m)
+    ones = np.ones_like(u)
+    gap = (lambda scale: np.mean(a * sigma(scale[:, None] * u + b) * ones, axis=1) - y)
+    lo, hi = np.zeros(len(y)), np.full(len(y), FIT_SCALE_MAX)
+    valid = (gap(lo) < 0) & (gap(hi) > 0)
+    for _ in range(60):   # FIT_SCALE_MAX / 2^60: the scale to rounding
+        mid = 0.5 * (lo + hi)
+        below = gap(mid) < 0
+        lo, hi = np.where(below, mid, lo), np.where(below, hi, mid)
+    star = 0.5 * (lo + hi)[:, None] * u + b
+    lam = 1.0 - c * np.sum((a * d1(star) * ones) ** 2, axis=1) / m
+    return np.where(valid, lam, np.nan)
 
 
 def period_two_orbit(train) -> bool:

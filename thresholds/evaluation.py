@@ -54,7 +54,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import cache as _disk
-from .dmft import DMFTResult, DMFTSetup, checkpoints, self_interaction, solve_dmft
+from .dmft import DMFTResult, DMFTSetup, checkpoints, self_interaction, solve_dmft, unstable_fraction
 from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
 from .laws import FirstPhaseLaw, dmft_law, thinned
@@ -138,7 +138,14 @@ def _dmft_evaluation(setup: NNSetup, delta: float, cache: bool, progress, outlie
     ev.period_two = run.result.period_two   # thresholds.dmft eq. (10)
     ev.self_interaction = run.self_interaction
     ev.paths = run.paths
+    ev.unstable_fraction = unstable_share(run)
     return settled(ev)
+
+
+def unstable_share(run: FirstPhase) -> float:
+    """thresholds.dmft eq. (10c) on every path of the run at its horizon: the mean over the replicas of the weight of
+    the paths whose own step is unstable at their fitted point."""
+    return float(np.mean([unstable_fraction(run.setup, u, y, w) for u, y, _, w in run.result.replica_laws]))
 
 
 def from_spectra(delta: float, spectra: dict) -> Evaluation:

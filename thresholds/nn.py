@@ -175,6 +175,7 @@ class Evaluation:
     left_edge_replicas: list = field(default_factory=list)  # per checkpoint: the replicas' left bulk edges
     self_interaction: float = None  # DMFT law: delta (r + m) / N of thresholds.dmft eq. (6f); None: not a sources run
     paths: int = None  # DMFT law: the run's paths, all replicas (thresholds.evaluation eq. (4)); None: not recorded
+    unstable_fraction: float = None  # DMFT law: P of thresholds.dmft eq. (10c), mean over replicas; None: not computed
 
     def at(self, step):
         return self.steps.index(step)

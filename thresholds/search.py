@@ -55,7 +55,7 @@ from . import cache as _disk
 from .crossing import crossing
 from .dmft import SELF_INTERACTION_NOTE, checkpoints
 from .errors import DivergenceError, ThresholdsError
-from .evaluation import evaluate, first_phase
+from .evaluation import evaluate, first_phase, unstable_share
 from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
 from .nn import NNResult, NNSetup
 from .numbers import differences_beyond_noise, welch_dof
@@ -138,8 +138,9 @@ def _lower_end(f: _Indicators, lo: float):
     diverged = []
     while True:
         try:
-            if _every_replica_orbits(f, lo):
-                f.orbiting.append(lo)
+            share = _every_replica_orbits(f, lo)
+            if share is not None:
+                f.orbiting.append((lo, share))
                 if f.log:
                     f.log(f"delta = {lo:.5g}: every DMFT replica ends in a period-2 orbit; moving up")
                 if lo * ORBIT_STEP > f.setup.search_max:
@@ -159,13 +160,14 @@ def _lower_end(f: _Indicators, lo: float):
             lo *= 2
 
 
-def _every_replica_orbits(f: _Indicators, delta: float) -> bool:
-    """DMFT law: whether every replica of the first phase at ``delta`` ends in a period-2 orbit (the run is cached,
-    and the evaluation at ``delta`` reads it)."""
+def _every_replica_orbits(f: _Indicators, delta: float) -> float | None:
+    """DMFT law: where every replica of the first phase at ``delta`` ends in a period-2 orbit, the fraction of the
+    samples whose own step is unstable (thresholds.dmft eq. (10c)); None otherwise (the run is cached, and the
+    evaluation at ``delta`` reads it)."""
     if f.setup.law != "dmft":
-        return False
+        return None
     run = first_phase(f.setup, delta, cache=f.cache, progress=f.progress)
-    return len(run.result.period_two or []) == run.setup.replicas
+    return unstable_share(run) if len(run.result.period_two or []) == run.setup.replicas else None
 
 
 def _upward(f: _Indicators, lo: float) -> float:
@@ -279,24 +281,33 @@ def _self_interaction_notes(evaluations) -> list:
 
 
 def _lower_orbit_notes(orbiting: list, lo: float) -> list:
-    """A note naming the deltas below the search where no DMFT replica settles (:func:`_lower_end`)."""
+    """A note naming the deltas below the search where no DMFT replica settles (:func:`_lower_end`), with the
+    fraction P of eq. (10c) at each."""
     if not orbiting:
         return []
-    return [f"at delta = {', '.join(f'{d:.4g}' for d in orbiting)} every DMFT replica ends in a period-2 orbit "
-            "(thresholds.dmft eq. (10): paths whose labels are past the stability limit of their own step, eq. (10b), "
-            "a fraction P(y > y_c) of the samples at d = inf): the first phase does not settle there, so it has no "
-            f"Hessian to test; the search starts at {lo:.4g} (finite-d GD settles where n P(y > y_c) << 1)"]
+    return [f"at delta = {', '.join(f'{d:.4g}' for d, _ in orbiting)} every DMFT replica ends in a period-2 orbit "
+            "(thresholds.dmft eq. (10): samples whose own step is unstable at their fitted point, a fraction P = "
+            f"{', '.join(_share(d, p) for d, p in orbiting)} there, eq. (10c)): at d = inf the first phase does not "
+            f"settle there, so it has no Hessian to test; the search starts at {lo:.4g} (finite-d GD settles where "
+            "its data set holds none, d << 1 / (delta P))"]
+
+
+def _share(delta: float, p: float) -> str:
+    """P of eq. (10c) and the d from which a data set of n = delta d samples holds one such sample."""
+    return f"{p:.2g} (d = {1 / (delta * p):.3g})" if p > 0 else "0 (none among the paths)"
 
 
 def _orbit_notes(evaluations) -> list:
     """A note naming the deltas where a DMFT replica ends in a period-2 orbit (thresholds.dmft eq. (10))."""
-    orbit = sorted(e.delta for e in evaluations if e.period_two)
+    orbit = sorted((e.delta, e.unstable_fraction) for e in evaluations if e.period_two)
     if not orbit:
         return []
-    return [f"at delta = {', '.join(f'{d:.4g}' for d in orbit)} a DMFT replica ends in a period-2 orbit (thresholds.dmft "
-            "eq. (10): the step is above the stability limit of some direction); its checkpoints alternate between "
-            "the orbit's two points, so the indicators there are taken on the other replicas (thresholds.evaluation "
-            "eq. (3); on all of them where every replica is in an orbit)"]
+    shares = (f" (samples with an unstable own step at their fitted point, eq. (10c): P = "
+              f"{', '.join(_share(d, p) for d, p in orbit)})" if all(p is not None for _, p in orbit) else "")
+    return [f"at delta = {', '.join(f'{d:.4g}' for d, _ in orbit)} a DMFT replica ends in a period-2 orbit "
+            "(thresholds.dmft eq. (10): the step is above the stability limit of some direction" + shares + "); its "
+            "checkpoints alternate between the orbit's two points, so the indicators there are taken on the other "
+            "replicas (thresholds.evaluation eq. (3); on all of them where every replica is in an orbit)"]
 
 
 def _path_check(f: _Indicators, ref, notes: list) -> dict:

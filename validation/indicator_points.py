@@ -33,14 +33,16 @@ def record(setup: NNSetup, delta: float, final_only: bool = False) -> dict:
     """One delta: the indicator, its s.e. and per-replica values, the left bulk edge and the per-replica lowest hard
     outliers at every checkpoint, the replicas in a period-2 orbit (thresholds.dmft eq. (10); absent from
     records made before it), the DMFT run's paths (all replicas), those the Hessian read and the run's
-    self-interaction (thresholds.evaluation eq. (4); absent from records made before it)."""
+    self-interaction (thresholds.evaluation eq. (4)) and the fraction of samples with an unstable own step
+    (thresholds.dmft eq. (10c)); the last four are absent from records made before them."""
     t0 = time.time()
     ev = evaluate(setup, delta, final_only=final_only)
     return {"delta": float(delta), "steps": [int(s) for s in ev.steps], "indicator": ev.indicator,
             "indicator_err": ev.indicator_err, "indicator_replicas": ev.indicator_replicas, "left_edge": ev.left_edge,
             "hard_z": [[None if z != z else float(z) for z in row] for row in ev.hard_z],
             "period_two": ev.period_two, "paths": ev.paths, "hessian_paths": setup.paths_at(delta) if not setup.paths
-            else ev.paths, "self_interaction": ev.self_interaction, "seconds": time.time() - t0}
+            else ev.paths, "self_interaction": ev.self_interaction, "unstable_fraction": ev.unstable_fraction,
+            "seconds": time.time() - t0}
 
 
 def settled(row: dict) -> float | None:

@@ -33,16 +33,14 @@ Run (validation/reports/planted/width section 10e):
 
 from __future__ import annotations
 
-import math
 import time
 from pathlib import Path
 
 import click
 import numpy as np
-from scipy import optimize
 
 from thresholds.catalog import get_activation, get_link
-from thresholds.dmft import period_two_orbit
+from thresholds.dmft import fitted_eigenvalues, period_two_orbit
 from thresholds.errors import ThresholdsError
 from thresholds.problem import Problem, per_neuron
 from validation.records import append, number_list, read_rows
@@ -67,7 +65,7 @@ def own_step(problem: Problem, X, y, U, i: int) -> dict:
     """Eq. (2) for sample i: its label, f_i, ||x_i^perp||^2 / n (the latent coordinates left out, as the complement
     run trains) and lambda_i, from the pre-activations U (n x m) at step T."""
     act = get_activation(problem.activation)
-    sigma, d1, d2 = (act.numpy(order) for order in (0, 1, 2))   # lambdified once (brentq calls sigma many times)
+    sigma, d1, d2 = (act.numpy(order) for order in (0, 1, 2))
     k = get_link(problem.link).k
     m = U.shape[1]
     a, b = (np.asarray(per_neuron(v, m), float) for v in (problem.a, problem.b))
@@ -76,11 +74,7 @@ def own_step(problem: Problem, X, y, U, i: int) -> dict:
     v = a * d1(u + b) * np.ones(m)
     c = problem.eta * float(np.sum(np.asarray(X[i, k:], float) ** 2)) / len(y)
     J = np.eye(m) + c * ((y[i] - f) * np.diag(a * d2(u + b) * np.ones(m)) - np.outer(v, v) / m)
-    fitted = math.nan
-    gap = lambda scale: float(np.mean(a * sigma(scale * u + b))) - y[i]
-    if gap(0.0) < 0 < gap(50.0):   # eq. (3): the scale that fits the sample along its own direction
-        star = optimize.brentq(gap, 0.0, 50.0) * u + b
-        fitted = 1 - c * float(np.sum((a * d1(star)) ** 2)) / m
+    fitted = float(fitted_eigenvalues(problem.activation, a, b, u[None, :], y[i], c)[0])   # eq. (3): dmft eq. (10c)
     return {"label": float(y[i]), "f": f, "x_norm2_over_n": c / problem.eta,
             "own_eigenvalue": float(np.linalg.eigvalsh(J)[0]), "fitted_eigenvalue": fitted}
 
