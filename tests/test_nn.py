@@ -563,3 +563,35 @@ def test_search_starts_above_the_deltas_where_every_dmft_replica_orbits(monkeypa
     gd = F(replace(setup, law="gd"), False, None, None, None)   # the finite-d GD law: no orbit test
     gd.asked = []
     assert search._lower_end(gd, 1.0)[0] == 1.0 and gd.orbiting == []
+
+
+def test_path_check_counts_the_replicas_that_settle(monkeypatch):
+    """The path check's Welch degrees of freedom count the replicas each indicator is a mean over (evaluation eq. (3));
+    where one run keeps a single replica the check is not formed, and says so."""
+    from thresholds import search
+    setup = NNSetup("quad", law="dmft", paths=0, replicas=3, source_tol=1e-3, edge_d=1000)
+
+    def ev(orbit, shift=0.0):
+        return Evaluation(2.0, [1, 2], [0.1 + shift, 0.2 + shift], [0.01, 0.01], [], [], [], [], [], [], [],
+                          period_two=orbit, indicator_replicas=[[0.1, 0.1, 0.1]] * 2)
+    f = search._Indicators(setup, False, None, None, None)
+    monkeypatch.setattr(search, "evaluate", lambda s, d, **kw: ev([0, 2], 0.5))
+    notes = []
+    check = search._path_check(f, ev([0]), notes)
+    assert check["replicas_used"] == [2, 1] and check["converged_until"] is None
+    assert len(notes) == 1 and notes[0].startswith("path check not formed at delta = 2: the indicators of the runs")
+    monkeypatch.setattr(search, "evaluate", lambda s, d, **kw: ev([1]))
+    check = search._path_check(f, ev([]), [])
+    from thresholds.numbers import welch_dof
+    assert check["replicas_used"] == [3, 2] and check["dof"][0] == welch_dof(0.01, 0.01, 3, 2)
+
+
+def test_divergence_note_names_the_delta_after_the_divergent_ones():
+    # the lower end doubles past the deltas where GD diverges (and may then move on past orbits): the note names the
+    # first delta after the divergent ones, not the final lower end
+    from thresholds import search
+    from thresholds.nn import Crossing
+    c = Crossing(2.0, 1.9, 2.1, True)
+    ref = Evaluation(2.0, [600], [0.1], [0.01], [0.1], [0.01], [0.0], [0.001], [math.nan], [math.nan], [math.nan])
+    notes = search._search_notes(NNSetup("quad", law="dmft", paths=0), 1.953, [0.5], c, c, c, c, 600, True, True, ref)
+    assert notes[0] == "GD diverges at eta = 0.1 for delta = 0.5: the search starts at 1"

@@ -241,7 +241,7 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
     notes = []
     if diverged:
         notes.append(f"GD diverges at eta = {setup.eta:g} for delta = {', '.join(f'{d:g}' for d in diverged)}: "
-                     f"the search starts at {lo:g}")
+                     f"the search starts at {2 * max(diverged):g}")
     if transient.found and transient.value < main.low:
         notes.append(f"non-monotone t-curve: a negative hard outlier exists from delta = {transient.value:.4g} at "
                      f"step {t_min} (t = {t_min * setup.eta:g}) but not at the horizon; finite-d GD can escape "
@@ -331,7 +331,15 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
                       dmft_paths=other)
     diff = [a - b for a, b in zip(ref.indicator, hv.indicator)]
     err = [math.hypot(a, b) for a, b in zip(ref.indicator_err, hv.indicator_err)]
-    dof = [welch_dof(a, b, setup.replicas, setup.replicas) for a, b in zip(ref.indicator_err, hv.indicator_err)]
+    counts = [len(e.settled_replicas(setup.replicas)) for e in (ref, hv)]   # evaluation eq. (3): the replicas used
+    dof = [welch_dof(a, b, *counts) for a, b in zip(ref.indicator_err, hv.indicator_err)]
+    if min(counts) < 2:   # a mean over one replica has no error to test against
+        notes.append(f"path check not formed at delta = {ref.delta:.4g}: the indicators of the runs with {paths} and "
+                     f"{other} paths are means over {counts[0]} and {counts[1]} replica(s) (the others end in a "
+                     "period-2 orbit, thresholds.evaluation eq. (3)), and one replica has no standard error")
+        return {"delta": ref.delta, "paths": paths, "check_paths": other, "steps": ref.steps, "indicator_diff": diff,
+                "indicator_diff_err": err, "dof": dof, "alpha": PATH_CHECK_ALPHA, "converged_until": None,
+                "replicas_used": counts}
     at_horizon, on_curve = path_flags(diff, err, dof)
     bad = [s for s, flag in zip(ref.steps, on_curve) if flag] + ([ref.steps[-1]] if at_horizon else [])
     if bad:
@@ -340,10 +348,11 @@ def _path_check(f: _Indicators, ref, notes: list) -> dict:
         notes.append(f"not converged in the number of DMFT paths: at delta = {ref.delta:.4g} the indicator moves "
                      f"between {paths} and {other} paths {where}, beyond its Monte Carlo error (t tests, "
                      f"family-wise level {PATH_CHECK_ALPHA:g}); "
-                     + _path_remedy(setup, ref.delta, min(paths, other) // setup.replicas))
+                     + _path_remedy(setup, ref.delta, (setup.paths_at(ref.delta) if not setup.paths
+                                                       else min(paths, other)) // setup.replicas))
     return {"delta": ref.delta, "paths": paths, "check_paths": other, **({"half_paths": other} if other < paths else {}),
             "steps": ref.steps, "indicator_diff": diff, "indicator_diff_err": err, "dof": dof,
-            "alpha": PATH_CHECK_ALPHA, "converged_until": min(bad) - 1 if bad else ref.steps[-1]}
+            "alpha": PATH_CHECK_ALPHA, "converged_until": min(bad) - 1 if bad else ref.steps[-1], "replicas_used": counts}
 
 
 def path_flags(diff, err, dof, alpha: float = PATH_CHECK_ALPHA) -> tuple[bool, list[bool]]:
