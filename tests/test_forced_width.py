@@ -1,6 +1,7 @@
 """validation.forced_width: forced crossings read from several record directories, the last holding a d winning."""
 
 import json
+import math
 
 from thresholds.problem import Problem
 from validation.forced_trials import records_path
@@ -39,6 +40,11 @@ def test_delta_nn_files_are_drawn_at_their_width_and_other_setups_refused(tmp_pa
                                     "delta_nn_high": 9.8}))
         return path
     assert delta_nn_limits([nn_json("a.json")]) == {"quad, eta 0.05": [(2, 8.0, 6.2, 9.8)]}
+    path = nn_json("bound.json", m=8)   # a negative outlier already at the search's lower end: a bound, low nan
+    path.write_text(json.dumps({**json.loads(path.read_text()), "below_range": True, "delta_nn": 1.95,
+                                "delta_nn_low": 0.0, "delta_nn_high": 1.95}))
+    ((m, v, low, high),) = delta_nn_limits([path])["quad, eta 0.05"]
+    assert (m, v, high) == (8, 1.95, 1.95) and math.isnan(low)
     with pytest.raises(SystemExit, match="600 steps"):
         delta_nn_limits([nn_json("b.json", steps=400)])
 
@@ -51,12 +57,15 @@ def test_an_open_delta_nn_interval_is_an_arrow(monkeypatch, tmp_path):
     from thresholds import plots
     captured = {}
     monkeypatch.setattr(plots, "save_figure", lambda plt, fig, path: captured.setdefault("fig", fig))
-    limits = {"quad, eta 0.05": [(1, 11.0, 10.0, 12.0), (8, 2.15, 2.05, float("inf"))]}
+    limits = {"quad, eta 0.05": [(1, 11.0, 10.0, 12.0), (8, 2.15, 2.05, float("inf")), (16, 1.95, float("nan"), 1.95)]}
     plots.crossing_vs_m_figure(tmp_path / "f.png", [("quad, eta 0.05", [(1, 5.3, 0.1)], [(1, 5.0, 0.1)])],
                                limits=limits)
     ax = captured["fig"].axes[0]
     arrows = [c for c in ax.get_children() if isinstance(c, Annotation)]
-    assert len(arrows) == 1 and arrows[0].xy[1] > 2.15 and arrows[0].xy[0] == 8 * 0.97
+    up = [a for a in arrows if a.xy[0] == 8 * 0.97]
+    down = [a for a in arrows if a.xy[0] == 16 * 0.97]   # the bound (low nan): an arrow down, inside the axes
+    assert len(arrows) == 2 and up[0].xy[1] > 2.15 and down[0].xy[1] < 1.95
+    assert ax.get_ylim()[0] <= down[0].xy[1]
     segments = [seg for coll in ax.collections for seg in coll.get_segments()]
     assert segments and all(np.all(np.isfinite(seg)) for seg in segments)
 
@@ -117,15 +126,18 @@ def test_reference_table_sets_delta_nn_beside_the_crossings(tmp_path):
     rec = lambda v, lo, hi, conv=True: {"delta_nn": v, "delta_nn_low": lo, "delta_nn_high": hi,  # noqa: E731
                                         "converged": conv}
     nn = {("quad", 0.05, 4): rec(4.44, 3.48, 5.40), ("quad", 0.05, 8): rec(2.15, 2.05, "inf"),
-          ("quad", 0.05, 1): rec(11.1, 10.9, 11.3), ("gelu", 0.1, 2): rec(28.7, 27.0, 30.5, conv=False)}
+          ("quad", 0.05, 1): rec(11.1, 10.9, 11.3), ("gelu", 0.1, 2): rec(28.7, 27.0, 30.5, conv=False),
+          ("quad", 0.05, 16): {**rec(1.95, 0.0, 1.95), "below_range": True}}
     lines = reference_table((200,), out=tmp_path, nn=nn)
     assert lines[0].endswith("| published figure | delta_NN, d = inf (600 steps) |")
     assert len({line.count("|") for line in lines[:12] if line.startswith("|")}) == 1
     row = next(line for line in lines if line.startswith("| gelu, 0.1 | 2 |"))
     assert row.endswith("| 6 | 28.70 [27.00, 30.50], t-curve not converged |")
     assert next(line for line in lines if line.startswith("| gelu, 0.1 | 4 |")).endswith("| 6 | - |")
+    assert next(line for line in lines if line.startswith("| quad, 0.05 | 16 |")).endswith(
+        "| 3.6 | <= 1.95 (I_T > 0 at the lower end of the search) |")   # a bound below the figure does not hold it
     assert lines[-1] == ("Widths whose d = inf delta_NN interval holds the figure: gelu: none (of m = 2); quad: "
-                         "m = 4, m = 8 (of m = 1, 4, 8); both activations at one width: none.")
+                         "m = 4, m = 8 (of m = 1, 4, 8, 16); both activations at one width: none.")
 
 
 def test_indicator_brackets_are_read_per_width_and_bad_specs_refused(tmp_path):

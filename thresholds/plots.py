@@ -211,7 +211,8 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
     """Crossing delta_1/2 against the width m: ``series`` = [(label, forced, simulated)] with ``forced`` and
     ``simulated`` = [(m, value, s.e.)] (forced DMFT trials as filled diamonds joined by a line, GD as open
     squares), one colour per series; ``limits``: label -> [(m, value, low, high)], the d = inf delta_NN of the
-    same setup (``thresholds nn``; triangles with their intervals, dashed); ``brackets``: label -> [(m, low,
+    same setup (``thresholds nn``; triangles with their intervals, dashed; low nan: a bound, an arrow down from the
+    value; high inf: an arrow up); ``brackets``: label -> [(m, low,
     high)], d = inf brackets without a value (the signs of the indicator at a few deltas; bars between the ends,
     an open triangle at the middle; low None: an open triangle at high with an arrow down)."""
     plt = pyplot()
@@ -222,11 +223,15 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
         if limits and limits.get(label):
             m, v, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(limits[label])))
             open_ = ~np.isfinite(hi)   # an interval without an upper end: an arrow up from the value
-            ax.errorbar(m * 0.97, v, yerr=[v - lo, np.where(open_, 0.0, hi - v)], fmt="^--", color=color, capsize=3,
-                        alpha=0.8, label=f"{label}: delta_NN, d = inf (thresholds nn)")
-            for mm, vv in zip(m[open_], v[open_]):
-                ax.annotate("", xy=(mm * 0.97, vv * 1.3), xytext=(mm * 0.97, vv),
+            bound = np.isnan(lo)       # a bound (the search's lower end): an arrow down from the value
+            ax.errorbar(m * 0.97, v, yerr=[np.where(bound, 0.0, v - lo), np.where(open_ | bound, 0.0, hi - v)],
+                        fmt="^--", color=color, capsize=3, alpha=0.8, label=f"{label}: delta_NN, d = inf (thresholds nn)")
+            for mm, vv, up in [(mm, vv, True) for mm, vv in zip(m[open_], v[open_])] + \
+                    [(mm, vv, False) for mm, vv in zip(m[bound], v[bound])]:
+                ax.annotate("", xy=(mm * 0.97, vv * 1.3 if up else vv / 1.3), xytext=(mm * 0.97, vv),
                             arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
+                if not up:
+                    tips.append(vv / 1.3)
         if brackets and brackets.get(label):
             m, lo, hi = (np.array([np.nan if v is None else v for v in c], dtype=float)
                          for c in zip(*sorted(brackets[label], key=lambda b: b[0])))

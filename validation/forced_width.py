@@ -122,9 +122,13 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None) ->
                 row += " - |"
             else:
                 low, high = float(r["delta_nn_low"]), float(r["delta_nn_high"])   # "inf": open above
-                row += (f" {r['delta_nn']:.2f} [{low:.2f}, {high:.2f}]"
-                        + ("" if r.get("converged") else ", t-curve not converged") + " |")
-                held[(act, m)] = low <= REFERENCE[act] <= high
+                if r.get("below_range"):   # a bound: I_T > 0 at the lower end of the search
+                    row += f" <= {high:.2f} (I_T > 0 at the lower end of the search) |"
+                    held[(act, m)] = REFERENCE[act] <= high
+                else:
+                    row += (f" {r['delta_nn']:.2f} [{low:.2f}, {high:.2f}]"
+                            + ("" if r.get("converged") else ", t-curve not converged") + " |")
+                    held[(act, m)] = low <= REFERENCE[act] <= high
         lines.append(row)
         for d in dims:
             near[(m, d, act)] = [src for src, v in (("GD", gd.get(d)), ("forced", forced.get(d)))
@@ -160,10 +164,12 @@ def delta_nn_records(files) -> dict:
 
 
 def delta_nn_limits(files) -> dict:
-    """Series label -> [(m, delta_NN, low, high)] from `thresholds nn --json` files (:func:`delta_nn_records`)."""
+    """Series label -> [(m, delta_NN, low, high)] from `thresholds nn --json` files (:func:`delta_nn_records`); low nan
+    where the record is a bound (``below_range``: a negative hard outlier already at the lower end of its search)."""
     out = {}
     for (act, eta, m), r in delta_nn_records(files).items():
-        out.setdefault(f"{act}, eta {eta:g}", []).append((m, r["delta_nn"], r["delta_nn_low"], r["delta_nn_high"]))
+        low = math.nan if r.get("below_range") else r["delta_nn_low"]   # a bound at the search's lower end: nan
+        out.setdefault(f"{act}, eta {eta:g}", []).append((m, r["delta_nn"], low, r["delta_nn_high"]))
     return out
 
 
