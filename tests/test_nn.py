@@ -595,3 +595,45 @@ def test_divergence_note_names_the_delta_after_the_divergent_ones():
     ref = Evaluation(2.0, [600], [0.1], [0.01], [0.1], [0.01], [0.0], [0.001], [math.nan], [math.nan], [math.nan])
     notes = search._search_notes(NNSetup("quad", law="dmft", paths=0), 1.953, [0.5], c, c, c, c, 600, True, True, ref)
     assert notes[0] == "GD diverges at eta = 0.1 for delta = 0.5: the search starts at 1"
+
+
+def test_search_bisects_between_orbits_and_a_positive_lower_end(monkeypatch):
+    """thresholds.search._settled_lower_end: I_T > 0 at the lower end that orbits moved up; bisections in log delta
+    between the last all-orbit delta and it find a settled delta with I_T <= 0 (the search then goes up from it), or
+    leave the lowest settled positive one as a bound; an orbiting midpoint moves the low end of the bisection."""
+    from types import SimpleNamespace
+    from thresholds import search
+    setup = NNSetup("quad", law="dmft", paths=0, replicas=3)
+    monkeypatch.setattr(search, "unstable_share", lambda run: 1e-4)
+
+    def world(orbit_below, root):
+        monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: SimpleNamespace(
+            setup=SimpleNamespace(replicas=3),
+            result=SimpleNamespace(period_two=[0, 1, 2] if delta < orbit_below else [])))
+
+        class F(search._Indicators):
+            def __call__(self, delta, step=None):
+                self.asked.append(delta)
+                v = delta - root
+                self.full[delta] = Evaluation(delta, [400], [v], [0.001], [v], [0.001], [0.0], [0.0], [math.nan],
+                                              [math.nan], [math.nan], indicator_replicas=[[v] * 3],
+                                              clipped_replicas=[[v] * 3])
+                return v
+        f = F(setup, False, None, None, None)
+        f.asked = []
+        return f
+    f = world(1.6, 1.7)                      # 1, 1.25, 1.5625 orbit; I_T(1.953) > 0
+    lo, below, _ = search._lower_end(f, 1.0)
+    assert below and lo == pytest.approx(1.953125)
+    lo, below = search._settled_lower_end(f, lo)
+    assert not below and lo == pytest.approx(math.sqrt(1.5625 * math.sqrt(1.5625 * 1.953125)))  # I_T(1.652) <= 0
+    assert f.asked == pytest.approx([1.953125, math.sqrt(1.5625 * 1.953125), lo])
+    asked = len(f.asked)
+    search._upward(f, lo)                    # the line fit's extra deltas skip the orbiting ones (below 1.6)
+    assert len(f.asked) > asked and min(f.asked) >= 1.6
+    f = world(1.8, 1.0)                      # every settled delta has I_T > 0; 1.747 orbits
+    lo, below, _ = search._lower_end(f, 1.0)
+    lo, below = search._settled_lower_end(f, lo)
+    first_mid = math.sqrt(1.5625 * 1.953125)                            # 1.747 orbits, 1.847 settles, 1.796 orbits
+    assert below and lo == pytest.approx(math.sqrt(first_mid * 1.953125))
+    assert [d for d, _ in f.orbiting[3:]] == pytest.approx([first_mid, math.sqrt(first_mid * lo)])

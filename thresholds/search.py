@@ -26,7 +26,10 @@ labels are past the stability limit of their own step, eq. (10b); at d = inf a f
 which grows as delta falls) has no settled first phase and so no Hessian to test: the lower end moves up by
 ORBIT_STEP = 1.25 until a replica settles, and the notes name those deltas (quad, phase retrieval, eta 0.05, m = 16:
 every replica orbits at delta 1.6 and 1.8 on a law with enough paths; validation/reports/planted/width 10f).  Where
-I_T > 0 already at that lower end, delta_NN is stated as at most it (``below_range``).
+I_T > 0 already at that lower end, ORBIT_BISECTIONS = 3 bisections in log delta between it and the last delta where
+every replica orbits look for a settled delta with I_T <= 0, from which the search goes up as usual; without one,
+delta_NN is stated as at most the lowest settled delta with I_T > 0 (``below_range``).  The deltas the line fit adds
+next to the crossing skip those where every replica orbits.
 
 t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
 evaluations (first sign change of I_t, linear interpolation).  The curve is
@@ -119,6 +122,8 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
                               f"{first:g} (delta_alg = {alg:g}: below it no efficient method learns the hard "
                               "direction, so delta_NN >= delta_alg); raise search_max")
     lo, below, diverged = _lower_end(f, first)
+    if below and f.orbiting:
+        lo, below = _settled_lower_end(f, lo)
     b = lo if below else _upward(f, lo)
     step = _refine_transient(f, lo)
     result = _result(f, setup, alg, lo, b, below, diverged, step)
@@ -138,11 +143,7 @@ def _lower_end(f: _Indicators, lo: float):
     diverged = []
     while True:
         try:
-            share = _every_replica_orbits(f, lo)
-            if share is not None:
-                f.orbiting.append((lo, share))
-                if f.log:
-                    f.log(f"delta = {lo:.5g}: every DMFT replica ends in a period-2 orbit; moving up")
+            if not _settles(f, lo):
                 if lo * ORBIT_STEP > f.setup.search_max:
                     raise ThresholdsError(f"every DMFT replica ends in a period-2 orbit (thresholds.dmft eq. (10)) at "
                                           f"every delta tried up to {lo:.4g} at eta = {f.setup.eta:g}: the first phase "
@@ -158,6 +159,37 @@ def _lower_end(f: _Indicators, lo: float):
                 raise DivergenceError(f"GD diverges for every delta tried up to {lo:g} at eta = {f.setup.eta:g}: "
                                       "lower the step size") from None
             lo *= 2
+
+
+ORBIT_BISECTIONS = 3   # bisections (in log delta) between the last delta where every replica orbits and the lower end
+
+
+def _settled_lower_end(f: _Indicators, lo: float) -> tuple[float, bool]:
+    """Where I_T > 0 already at a lower end that orbits moved up (:func:`_lower_end`): bisect in log delta between
+    the last delta where every replica orbits and ``lo``, ORBIT_BISECTIONS times, for a delta where a replica settles
+    and I_T <= 0 (returned with False: the search goes up from it); else the lowest settled delta with I_T > 0 and
+    True (delta_NN is at most it)."""
+    a, b = max(d for d, _ in f.orbiting), lo
+    for _ in range(ORBIT_BISECTIONS):
+        mid = math.sqrt(a * b)
+        if not _settles(f, mid):
+            a = mid
+        elif f(mid) > 0:
+            b = mid
+        else:
+            return mid, False
+    return b, True
+
+
+def _settles(f: _Indicators, delta: float) -> bool:
+    """Whether some DMFT replica at ``delta`` settles (always on a finite-d law); a delta where none does is kept in
+    ``f.orbiting``."""
+    share = _every_replica_orbits(f, delta)
+    if share is not None:
+        f.orbiting.append((delta, share))
+        if f.log:
+            f.log(f"delta = {delta:.5g}: every DMFT replica ends in a period-2 orbit")
+    return share is None
 
 
 def _every_replica_orbits(f: _Indicators, delta: float) -> float | None:
@@ -188,8 +220,11 @@ def _upward(f: _Indicators, lo: float) -> float:
             near = [d for d in f.full if x / 1.25 <= d <= x * 1.25]
             if len(near) >= 3:
                 break
-            f(min(x * 1.12, setup.search_max) if sum(d > x for d in near) <= sum(d < x for d in near)
-              else x / 1.12)
+            x = (min(x * 1.12, setup.search_max) if sum(d > x for d in near) <= sum(d < x for d in near)
+                 else x / 1.12)
+            if not _settles(f, x):   # no settled first phase there to add
+                break
+            f(x)
     return b
 
 
