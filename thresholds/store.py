@@ -55,8 +55,10 @@ def result_key(setup: NNSetup) -> dict:
     key = {"nn": setup_fields(setup), "clip": CLIP_QUANTILE, "search": 5}
     if setup.edge_d:  # hessian eq. (5) as data sets of n paths; searches made with the earlier cut are not reused
         key["tail"] = TAIL_RULE
-    if setup.law == "dmft" and not setup.paths:  # searches made before evaluation eq. (4) are not reused
-        key["paths_rule"] = dmft_rules(setup)["paths_rule"]
+    if setup.law == "dmft":   # searches made before the orbit-aware lower end (thresholds.search) are not reused
+        key["lower_end"] = "orbits"
+        if not setup.paths:  # nor those made before evaluation eq. (4)
+            key["paths_rule"] = dmft_rules(setup)["paths_rule"]
     return key | _engine(setup)
 
 
