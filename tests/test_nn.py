@@ -586,15 +586,15 @@ def test_path_check_counts_the_replicas_that_settle(monkeypatch):
     assert check["replicas_used"] == [3, 2] and check["dof"][0] == welch_dof(0.01, 0.01, 3, 2)
 
 
-def test_divergence_note_names_the_delta_after_the_divergent_ones():
-    # the lower end doubles past the deltas where GD diverges (and may then move on past orbits): the note names the
-    # first delta after the divergent ones, not the final lower end
+def test_divergence_note_names_the_divergent_deltas():
+    # the lower end doubles past the deltas where GD diverges (and may then move on past orbits, or bisect back): the
+    # note names the divergent deltas, not a lower end
     from thresholds import search
     from thresholds.nn import Crossing
     c = Crossing(2.0, 1.9, 2.1, True)
     ref = Evaluation(2.0, [600], [0.1], [0.01], [0.1], [0.01], [0.0], [0.001], [math.nan], [math.nan], [math.nan])
     notes = search._search_notes(NNSetup("quad", law="dmft", paths=0), 1.953, [0.5], c, c, c, c, 600, True, True, ref)
-    assert notes[0] == "GD diverges at eta = 0.1 for delta = 0.5: the search starts at 1"
+    assert notes[0] == "GD diverges at eta = 0.1 for delta = 0.5: the search starts above them"
 
 
 def test_search_bisects_between_orbits_and_a_positive_lower_end(monkeypatch):
@@ -625,7 +625,7 @@ def test_search_bisects_between_orbits_and_a_positive_lower_end(monkeypatch):
     f = world(1.6, 1.7)                      # 1, 1.25, 1.5625 orbit; I_T(1.953) > 0
     lo, below, _ = search._lower_end(f, 1.0)
     assert below and lo == pytest.approx(1.953125)
-    lo, below = search._settled_lower_end(f, lo)
+    lo, below = search._settled_lower_end(f, lo, [])
     assert not below and lo == pytest.approx(math.sqrt(1.5625 * math.sqrt(1.5625 * 1.953125)))  # I_T(1.652) <= 0
     assert f.asked == pytest.approx([1.953125, math.sqrt(1.5625 * 1.953125), lo])
     asked = len(f.asked)
@@ -633,7 +633,34 @@ def test_search_bisects_between_orbits_and_a_positive_lower_end(monkeypatch):
     assert len(f.asked) > asked and min(f.asked) >= 1.6
     f = world(1.8, 1.0)                      # every settled delta has I_T > 0; 1.747 orbits
     lo, below, _ = search._lower_end(f, 1.0)
-    lo, below = search._settled_lower_end(f, lo)
+    lo, below = search._settled_lower_end(f, lo, [])
     first_mid = math.sqrt(1.5625 * 1.953125)                            # 1.747 orbits, 1.847 settles, 1.796 orbits
     assert below and lo == pytest.approx(math.sqrt(first_mid * 1.953125))
     assert [d for d, _ in f.orbiting[3:]] == pytest.approx([first_mid, math.sqrt(first_mid * lo)])
+
+
+def test_lower_end_bisects_back_toward_a_divergent_delta(monkeypatch):
+    # GD diverges at 1 (the lower end doubles to 2, where I_T > 0): bisections between 1 and 2 find a settled delta with
+    # I_T <= 0 unless it diverges too (then it is added to the divergent deltas)
+    from types import SimpleNamespace
+    from thresholds import search
+    from thresholds.errors import DivergenceError
+    setup = NNSetup("quad", law="dmft", paths=0, replicas=3)
+
+    def run(s, delta, **kw):
+        if delta < 1.25:
+            raise DivergenceError("diverged at step 5")
+        return SimpleNamespace(setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[]))
+    monkeypatch.setattr(search, "first_phase", run)
+
+    class F(search._Indicators):
+        def __call__(self, delta, step=None):
+            run(None, delta)
+            return delta - 1.35
+    f = F(setup, False, None, None, None)
+    lo, below, diverged = search._lower_end(f, 1.0)
+    assert (lo, below, diverged) == (2.0, True, [1.0])
+    lo, below = search._settled_lower_end(f, lo, diverged)
+    mid = math.sqrt(math.sqrt(2.0))                                  # 1.414: I_T > 0; 1.189 diverges; 1.297: I_T <= 0
+    assert not below and lo == pytest.approx(math.sqrt(mid * math.sqrt(2.0)))
+    assert diverged[0] == 1.0 and diverged[1:] == pytest.approx([mid])

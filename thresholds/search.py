@@ -27,7 +27,7 @@ which grows as delta falls) has no settled first phase and so no Hessian to test
 ORBIT_STEP = 1.25 until a replica settles, and the notes name those deltas (quad, phase retrieval, eta 0.05, m = 16:
 every replica orbits at delta 1.6 and 1.8 on a law with enough paths; validation/reports/planted/width 10f).  Where
 I_T > 0 already at that lower end, ORBIT_BISECTIONS = 3 bisections in log delta between it and the last delta where
-every replica orbits look for a settled delta with I_T <= 0, from which the search goes up as usual; without one,
+every replica orbits or GD diverged look for a settled delta with I_T <= 0, from which the search goes up as usual; without one,
 delta_NN is stated as at most the lowest settled delta with I_T > 0 (``below_range``).  The deltas the line fit adds
 next to the crossing skip those where every replica orbits.
 
@@ -122,8 +122,8 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
                               f"{first:g} (delta_alg = {alg:g}: below it no efficient method learns the hard "
                               "direction, so delta_NN >= delta_alg); raise search_max")
     lo, below, diverged = _lower_end(f, first)
-    if below and f.orbiting:
-        lo, below = _settled_lower_end(f, lo)
+    if below and (f.orbiting or diverged):
+        lo, below = _settled_lower_end(f, lo, diverged)
     b = lo if below else _upward(f, lo)
     step = _refine_transient(f, lo)
     result = _result(f, setup, alg, lo, b, below, diverged, step)
@@ -164,15 +164,20 @@ def _lower_end(f: _Indicators, lo: float):
 ORBIT_BISECTIONS = 3   # bisections (in log delta) between the last delta where every replica orbits and the lower end
 
 
-def _settled_lower_end(f: _Indicators, lo: float) -> tuple[float, bool]:
-    """Where I_T > 0 already at a lower end that orbits moved up (:func:`_lower_end`): bisect in log delta between
-    the last delta where every replica orbits and ``lo``, ORBIT_BISECTIONS times, for a delta where a replica settles
-    and I_T <= 0 (returned with False: the search goes up from it); else the lowest settled delta with I_T > 0 and
-    True (delta_NN is at most it)."""
-    a, b = max(d for d, _ in f.orbiting), lo
+def _settled_lower_end(f: _Indicators, lo: float, diverged: list) -> tuple[float, bool]:
+    """Where I_T > 0 already at a lower end that orbits or divergence moved up (:func:`_lower_end`): bisect in log
+    delta between the last delta where every replica orbits or GD diverged and ``lo``, ORBIT_BISECTIONS times, for a
+    delta where a replica settles and I_T <= 0 (returned with False: the search goes up from it); else the lowest
+    settled delta with I_T > 0 and True (delta_NN is at most it).  Deltas that diverge are added to ``diverged``."""
+    a, b = max([d for d, _ in f.orbiting] + diverged), lo
     for _ in range(ORBIT_BISECTIONS):
         mid = math.sqrt(a * b)
-        if not _settles(f, mid):
+        try:
+            settles = _settles(f, mid)
+        except DivergenceError:
+            diverged.append(mid)
+            settles = False
+        if not settles:
             a = mid
         elif f(mid) > 0:
             b = mid
@@ -275,8 +280,8 @@ def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, bel
 def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref) -> list:
     notes = []
     if diverged:
-        notes.append(f"GD diverges at eta = {setup.eta:g} for delta = {', '.join(f'{d:g}' for d in diverged)}: "
-                     f"the search starts at {2 * max(diverged):g}")
+        notes.append(f"GD diverges at eta = {setup.eta:g} for delta = {', '.join(f'{d:.4g}' for d in sorted(diverged))}: "
+                     "the search starts above them")
     if transient.found and transient.value < main.low:
         notes.append(f"non-monotone t-curve: a negative hard outlier exists from delta = {transient.value:.4g} at "
                      f"step {t_min} (t = {t_min * setup.eta:g}) but not at the horizon; finite-d GD can escape "
