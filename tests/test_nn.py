@@ -629,8 +629,8 @@ def test_search_bisects_between_orbits_and_a_positive_lower_end(monkeypatch):
     assert not below and lo == pytest.approx(math.sqrt(1.5625 * math.sqrt(1.5625 * 1.953125)))  # I_T(1.652) <= 0
     assert f.asked == pytest.approx([1.953125, math.sqrt(1.5625 * 1.953125), lo])
     asked = len(f.asked)
-    search._upward(f, lo)                    # the line fit's extra deltas skip the orbiting ones (below 1.6)
-    assert len(f.asked) > asked and min(f.asked) >= 1.6
+    search._upward(f, lo, known=1.953125)    # the bracket [1.652, 1.953] at once, not a doubling from 1.652
+    assert len(f.asked) > asked and min(f.asked) >= 1.6 and max(f.asked) < 2.2
     f = world(1.8, 1.0)                      # every settled delta has I_T > 0; 1.747 orbits
     lo, below, _ = search._lower_end(f, 1.0)
     lo, below = search._settled_lower_end(f, lo, [])

@@ -122,9 +122,11 @@ def delta_nn(setup: NNSetup, *, cache: bool = True, progress=None, log=None, law
                               f"{first:g} (delta_alg = {alg:g}: below it no efficient method learns the hard "
                               "direction, so delta_NN >= delta_alg); raise search_max")
     lo, below, diverged = _lower_end(f, first)
+    known = None   # a delta with I_T > 0 above the lower end, when the lower end's bisection found one
     if below and (f.orbiting or diverged):
+        known = lo
         lo, below = _settled_lower_end(f, lo, diverged)
-    b = lo if below else _upward(f, lo)
+    b = lo if below else _upward(f, lo, known)
     step = _refine_transient(f, lo)
     result = _result(f, setup, alg, lo, b, below, diverged, step)
     result.seconds = time.time() - start
@@ -207,13 +209,15 @@ def _every_replica_orbits(f: _Indicators, delta: float) -> float | None:
     return unstable_share(run) if len(run.result.period_two or []) == run.setup.replicas else None
 
 
-def _upward(f: _Indicators, lo: float) -> float:
-    """From I_T(lo) <= 0, raise delta until I_T > 0 (``next_trial``), refine the bracket (``refine``) and
-    add deltas next to the crossing for its line fit.  Returns the upper end of the bracket (the last
-    delta tried when there is no crossing up to search_max)."""
+def _upward(f: _Indicators, lo: float, known: float = None) -> float:
+    """From I_T(lo) <= 0, raise delta until I_T > 0 (``next_trial``; ``known``: a delta already found with I_T > 0,
+    the upper end at once), refine the bracket (``refine``) and add deltas next to the crossing for its line fit.
+    Returns the upper end of the bracket (the last delta tried when there is no crossing up to search_max)."""
     setup, T = f.setup, int(f.setup.steps)
     a, prev, b = lo, None, lo                               # f(a) <= 0
-    while b < setup.search_max:
+    if known is not None:
+        b = known
+    while b < setup.search_max and not f(b) > 0:
         b = min(next_trial(prev, f(prev) if prev is not None else None, a, f(a), setup.rtol), setup.search_max)
         if f(b) > 0:
             break
