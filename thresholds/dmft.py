@@ -116,7 +116,8 @@ Responses (the cost driver), chosen by ``response``:
   Measured (quad, phase retrieval, eta 0.05, m = 16, delta 2, step 600; validation/reports/planted/width 10f): the
   train loss is 0.00023 / 0.00034 / 0.00046-0.00049 at s = 0.18 / 0.08 / 0.03 (24000 paths at tolerance 1e-3, 24000
   at 1e-2, 80000 at 1e-2) against GD's 0.00047-0.00051 at d = 1600, and that replica's orbit limit (eq. (10b))
-  moves from 15% below GD's to GD's.  A run with s > 0.05 says so in its notes.
+  moves from 15% below GD's to GD's.  A run with s > 0.05 says so in its notes; the automatic paths of thresholds.nn
+  run again with more paths there (thresholds.evaluation eq. (4)).
   Storage precision (``path_dtype``, truncated basis only)                                                   (6d).
   The per-path source arrays (eps, the whitened psi paths and their combination for u; rows = sources) are
   read in full at every step by three products over the paths, which are memory-bound at small m.  With
