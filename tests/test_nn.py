@@ -548,7 +548,7 @@ def test_search_starts_above_the_deltas_where_every_dmft_replica_orbits(monkeypa
         def __call__(self, delta, step=None):
             self.asked.append(delta)
             return delta - 1.7
-    f = F(setup, False, None, None, None)
+    f = F(setup, True, None, None, None)
     f.asked = []
     lo, below, diverged = search._lower_end(f, 1.0)
     assert lo == pytest.approx(1.5625) and f.orbiting == [(1.0, 1e-4), (1.25, 1e-4)] and f.asked == [lo] and not below
@@ -559,8 +559,8 @@ def test_search_starts_above_the_deltas_where_every_dmft_replica_orbits(monkeypa
     monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: SimpleNamespace(
         setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[0, 1, 2])))
     with pytest.raises(ThresholdsError, match="period-2 orbit .* at every delta tried up to 2.441"):
-        search._lower_end(F(setup, False, None, None, None), 1.0)
-    gd = F(replace(setup, law="gd"), False, None, None, None)   # the finite-d GD law: no orbit test
+        search._lower_end(F(setup, True, None, None, None), 1.0)
+    gd = F(replace(setup, law="gd"), True, None, None, None)   # the finite-d GD law: no orbit test
     gd.asked = []
     assert search._lower_end(gd, 1.0)[0] == 1.0 and gd.orbiting == []
 
@@ -619,7 +619,7 @@ def test_search_bisects_between_orbits_and_a_positive_lower_end(monkeypatch):
                                               [math.nan], [math.nan], indicator_replicas=[[v] * 3],
                                               clipped_replicas=[[v] * 3])
                 return v
-        f = F(setup, False, None, None, None)
+        f = F(setup, True, None, None, None)
         f.asked = []
         return f
     f = world(1.6, 1.7)                      # 1, 1.25, 1.5625 orbit; I_T(1.953) > 0
@@ -657,10 +657,28 @@ def test_lower_end_bisects_back_toward_a_divergent_delta(monkeypatch):
         def __call__(self, delta, step=None):
             run(None, delta)
             return delta - 1.35
-    f = F(setup, False, None, None, None)
+    f = F(setup, True, None, None, None)
     lo, below, diverged = search._lower_end(f, 1.0)
     assert (lo, below, diverged) == (2.0, True, [1.0])
     lo, below = search._settled_lower_end(f, lo, diverged)
     mid = math.sqrt(math.sqrt(2.0))                                  # 1.414: I_T > 0; 1.189 diverges; 1.297: I_T <= 0
     assert not below and lo == pytest.approx(math.sqrt(mid * math.sqrt(2.0)))
     assert diverged[0] == 1.0 and diverged[1:] == pytest.approx([mid])
+
+
+def test_orbit_test_without_the_cache_takes_the_evaluation(monkeypatch):
+    # without the cache the pre-check would run the DMFT twice: it takes the evaluation instead, and an all-orbit one is
+    # kept out of the crossing's evaluations
+    from thresholds import search
+    setup = NNSetup("quad", law="dmft", paths=0, replicas=2)
+    monkeypatch.setattr(search, "first_phase", lambda *a, **k: (_ for _ in ()).throw(AssertionError("a second run")))
+
+    def ev(delta, orbit):
+        e = Evaluation(delta, [400], [0.1], [0.01], [0.1], [0.01], [0.0], [0.0], [math.nan], [math.nan], [math.nan],
+                       period_two=orbit)
+        e.unstable_fraction = 3e-5
+        return e
+    monkeypatch.setattr(search, "evaluate", lambda s, delta, **kw: ev(delta, [0, 1] if delta < 1.5 else [1]))
+    f = search._Indicators(setup, False, None, None, None)
+    assert search._every_replica_orbits(f, 1.0) == 3e-5 and 1.0 not in f.full
+    assert search._every_replica_orbits(f, 2.0) is None and f.full[2.0].period_two == [1]

@@ -205,6 +205,13 @@ def _every_replica_orbits(f: _Indicators, delta: float) -> float | None:
     evaluation at ``delta`` reads it)."""
     if f.setup.law != "dmft":
         return None
+    if not f.cache:   # the evaluation is then the only run: take it, and keep an all-orbit one out of the crossing
+        f(delta)
+        ev = f.full[delta]
+        if len(ev.period_two or []) < f.setup.replicas:
+            return None
+        del f.full[delta]
+        return ev.unstable_fraction
     run = first_phase(f.setup, delta, cache=f.cache, progress=f.progress)
     return unstable_share(run) if len(run.result.period_two or []) == run.setup.replicas else None
 
