@@ -682,3 +682,18 @@ def test_orbit_test_without_the_cache_takes_the_evaluation(monkeypatch):
     f = search._Indicators(setup, False, None, None, None)
     assert search._every_replica_orbits(f, 1.0) == 3e-5 and 1.0 not in f.full
     assert search._every_replica_orbits(f, 2.0) is None and f.full[2.0].period_two == [1]
+
+
+def test_search_evaluation_reuses_the_first_phase_its_orbit_test_read(monkeypatch):
+    # the orbit test of thresholds.search reads the DMFT first phase; the evaluation at that delta takes it from there
+    # instead of reading the (multi-GB at m = 16) cache entry again
+    from types import SimpleNamespace
+    from thresholds import search
+    setup = NNSetup("quad", law="dmft", paths=0, replicas=2)
+    run = SimpleNamespace(setup=SimpleNamespace(replicas=2), result=SimpleNamespace(period_two=[1]))
+    monkeypatch.setattr(search, "first_phase", lambda *a, **k: run)
+    seen = []
+    monkeypatch.setattr(search, "evaluate", lambda s, delta, **kw: seen.append(kw["run"]) or Evaluation(
+        delta, [400], [0.1], [0.01], [0.1], [0.01], [0.0], [0.0], [math.nan], [math.nan], [math.nan]))
+    f = search._Indicators(setup, True, None, None, None)
+    assert search._settles(f, 2.0) and f(2.0) == 0.1 and seen == [run] and f.runs == {}

@@ -102,19 +102,21 @@ def more_paths(per: int, size: float) -> int:
 
 
 def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
-             outliers: str = "none", final_only: bool = False, law_source=None, dmft_paths: int = None) -> Evaluation:
+             outliers: str = "none", final_only: bool = False, law_source=None, dmft_paths: int = None,
+             run: FirstPhase = None) -> Evaluation:
     """Eqs. (1)-(2) at every checkpoint for one delta (one DMFT run, eq. (4), or one set of GD runs); the outlier
     positions (``outlier_z``, nan where not located) at the steps ``outliers`` asks for.  ``final_only``:
     the indicators at the last step only.  ``law_source`` (thresholds.laws) supplies the
     first-phase law when ``setup.law`` is not "dmft" (the validation layer's ``validation.gd_law.nn_law``
     for "gd").  ``dmft_paths``: the DMFT run's paths (all replicas) instead of eq. (4)'s (see
-    :func:`first_phase`)."""
+    :func:`first_phase`); ``run``: that first phase when the caller has it already (not read from the cache again)."""
     key = evaluation_key(setup, delta, outliers, final_only, dmft_paths)
     hit = _disk.load("nn-eval", key, expect=Evaluation) if cache else None
     if hit is not None and carries_replicas(hit):
         return hit
     if setup.law == "dmft":
-        ev = _dmft_evaluation(setup, delta, cache, progress, outliers, final_only, dmft_paths)
+        run = run or first_phase(setup, delta, cache=cache, progress=progress, paths=dmft_paths)
+        ev = _dmft_evaluation(setup, delta, run, outliers, final_only)
     elif law_source is None:
         raise UnsupportedError(f"the {setup.law!r} law of the first phase is supplied by the caller: pass "
                                "law_source (validation.gd_law.nn_law for finite-d GD), or use law = 'dmft'")
@@ -128,10 +130,8 @@ def evaluate(setup: NNSetup, delta: float, *, cache: bool = True, progress=None,
     return ev
 
 
-def _dmft_evaluation(setup: NNSetup, delta: float, cache: bool, progress, outliers: str, final_only: bool,
-                     dmft_paths) -> Evaluation:
-    """Eqs. (1)-(4) on the DMFT law."""
-    run = first_phase(setup, delta, cache=cache, progress=progress, paths=dmft_paths)
+def _dmft_evaluation(setup: NNSetup, delta: float, run: FirstPhase, outliers: str, final_only: bool) -> Evaluation:
+    """Eqs. (1)-(4) on the DMFT law of one first phase."""
     law = dmft_law(run.result)
     if run.hessian_paths < run.paths:   # eq. (4): the Hessian on N_0 paths per replica
         law = thinned(law, run.hessian_paths // run.setup.replicas)

@@ -73,13 +73,15 @@ class _Indicators:
         self.setup, self.cache, self.progress, self.log, self.law_source = setup, cache, progress, log, law_source
         self.full, self.short = {}, {}
         self.orbiting = []   # deltas below the search where every DMFT replica ends in a period-2 orbit
+        self.runs = {}       # delta -> the first phase the orbit test read, for the evaluation that follows it
 
     def __call__(self, delta, step=None):
         T = int(self.setup.steps)
         step = T if step is None else step
         delta = float(delta)
         if delta not in self.full:
-            ev = evaluate(self.setup, delta, cache=self.cache, progress=self.progress, law_source=self.law_source)
+            ev = evaluate(self.setup, delta, cache=self.cache, progress=self.progress, law_source=self.law_source,
+                          run=self.runs.pop(delta, None))
             self.full[delta] = ev
             if self.log:
                 i = ev.at(T)
@@ -213,7 +215,10 @@ def _every_replica_orbits(f: _Indicators, delta: float) -> float | None:
         del f.full[delta]
         return ev.unstable_fraction
     run = first_phase(f.setup, delta, cache=f.cache, progress=f.progress)
-    return unstable_share(run) if len(run.result.period_two or []) == run.setup.replicas else None
+    if len(run.result.period_two or []) == run.setup.replicas:
+        return unstable_share(run)
+    f.runs[delta] = run   # the evaluation at delta reads it instead of the cache
+    return None
 
 
 def _upward(f: _Indicators, lo: float, known: float = None) -> float:
