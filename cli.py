@@ -503,6 +503,9 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--own-term", is_flag=True,
               help="sources: subtract each path's own term of the response sums from its field (dmft eq. (6e), the "
                    "first-order removal of the finite-paths self-interaction; it over-corrects while sources open).")
+@click.option("--label-cap", default=0.0, show_default=True, type=click.FloatRange(0, None),
+              help="sources: draw the paths from the law conditioned on labels y <= LABEL_CAP (dmft eq. (10d); 0: the "
+                   "full law). `thresholds nn --settled-labels` sets it to the own step's stability limit.")
 @click.option("--g-nodes", default=0, show_default=True, type=click.IntRange(0, 400),
               help="Gauss-Hermite nodes for g (0: Monte Carlo).")
 @click.option("--seed", default=0, show_default=True, type=SEED)
@@ -511,7 +514,8 @@ def spectral_cmd(link, preprocessing, delta, level, dps, search_max, plot_path, 
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), callback=_writable_file, help="Save the curves as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, weight_decay, paths, replicas,
-             response, source_tol, response_noise, own_term, g_nodes, seed, every, no_cache, plot_path, as_json):
+             response, source_tol, response_noise, own_term, label_cap, g_nodes, seed, every, no_cache, plot_path,
+             as_json):
     """DMFT of the first phase of GD (square loss): norms (means over the m neurons), losses and,
     for targets with easy directions, the overlaps with them, per step."""
 
@@ -524,7 +528,7 @@ def dmft_cmd(activation, link, delta, eta, steps, width, sphere, rho0, a_, b_, w
     a_, b_ = problem.a, problem.b
     setup = DMFTSetup.from_problem(problem, delta, paths=paths, replicas=replicas, seed=seed, response=response,
                                    g_nodes=g_nodes, source_tol=source_tol, response_noise=response_noise,
-                                   own_term=own_term)
+                                   own_term=own_term, label_cap=label_cap)
     with Activity("DMFT", disable=as_json) as act:
         act.begin(f"{steps} steps, {paths} paths")
         res = solve_dmft(setup, progress=act.update, cache=not no_cache)
@@ -760,6 +764,12 @@ def _nn_setup_options(func):
         click.option("--own-term/--no-own-term", default=None,
                      help="--law dmft: subtract each path's own term of the response sums from its field (dmft eq. "
                      "(6e), the first-order removal of the finite-paths self-interaction)."),
+        click.option("--settled-labels/--no-settled-labels", default=None,
+                     help="--law dmft: draw the DMFT paths with labels below the stability limit of a sample's own "
+                     "step (dmft eq. (10d); quad: y <= delta / (2 eta)), the law of GD's samples at the dimensions "
+                     "whose data set holds no label past it; without it a fraction P of the paths ends in period-2 "
+                     "orbits where the step is above that limit (wide quad networks). Refused where the limit "
+                     "depends on the direction of u."),
         click.option("--edge-d", default=None, type=click.IntRange(0, 10**9),
                      help="--law dmft: the plain indicator is the mean over disjoint data sets of n = delta * EDGE_D "
                      "paths, each a data set at d = EDGE_D from the d = inf law (thresholds/hessian.py eq. (5)); "
@@ -785,7 +795,8 @@ def _nn_setup(activation, link, kw):
                       sphere=kw["sphere"])
     if kw["paths"] is not None and 0 < kw["paths"] < 16:
         raise ThresholdsError(f"--paths must be 0 (auto) or at least 16, got {kw['paths']}")
-    given = {k: kw[k] for k in ("law", "paths", "source_tol", "edge_d", "own_term") if kw[k] is not None}  # else defaults
+    given = {k: kw[k] for k in ("law", "paths", "source_tol", "edge_d", "own_term", "settled_labels")
+             if kw[k] is not None}  # else defaults
     return NNSetup.from_problem(problem, mean_field=wide, law_d=kw["law_d"],
                                 law_dtype=kw["law_dtype"], replicas=kw["replicas"], seed=kw["seed"],
                                 search_max=kw["search_max"], rtol=kw["rtol"], **given)
@@ -799,6 +810,7 @@ def _setup_line(setup) -> str:
             + (f"{setup.paths or 'auto'} DMFT paths in {setup.replicas} replicas"
                + (f", source tolerance {setup.source_tol:g}" if setup.source_tol else "")
                + (", own terms subtracted" if setup.own_term else "")
+               + (", labels below the own step's stability limit (dmft eq. (10d))" if setup.settled_labels else "")
                + (f", data sets of n = delta * {setup.edge_d} samples" if setup.edge_d else "")
                if setup.law == "dmft" else
                f"law from finite-d GD at d = {setup.law_d} ({setup.law_dtype}), {setup.replicas} seeds")

@@ -282,6 +282,9 @@ def test_error_messages_are_plain_short_text():
     (("table", "--activations", ""), "at least one name", 2),
     (("nn", "-a", "quad", "--law", "gd", "--edge-d", "1000"), "edge_d applies to the DMFT law", 2),
     (("nn", "-a", "quad", "--law", "gd", "--own-term"), "own_term applies to the DMFT law", 2),
+    (("nn", "-a", "quad", "--law", "gd", "--settled-labels"), "settled_labels applies to the DMFT law", 2),
+    (("nn", "-a", "quad", "--m", "2", "--a", "1,2", "--law", "dmft", "--settled-labels"), "depends on the direction", 2),
+    (("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "2", "-T", "3", "--label-cap", "0.1"), "keeps", 2),
 ])
 def test_bad_option_values_are_one_line_errors(args, fragment, code, tmp_path, monkeypatch):
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))

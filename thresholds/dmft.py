@@ -278,6 +278,27 @@ direction, u* = s u with f(u*) = y (s in (0, FIT_SCALE_MAX]), has the eigenvalue
 P = P(y > y_c) of eq. (10b)).  ``unstable_fraction`` gives it on a replica's paths; a data set of n = delta d samples
 holds about delta d P of them, one from d = 1 / (delta P) on.
 
+Conditioned labels (``label_cap``).  Where the stability limit of eq. (10c) depends on the label alone (lambda* the
+same along every direction of u, e.g. quad with a_j = a, b = 0 at any m: lambda* = 1 - 4 a eta y / delta), a run can
+draw its paths from the law of (g, y) conditioned on the labels whose own step is stable,
+
+    (g, y) ~ law of (g, y) given y <= y_cap,   lambda*(y_cap) = SETTLED_EIGENVALUE = -0.8 of eq. (10c)
+                                               (quad: y_cap = 1.8 delta / (4 a eta) = 0.9 delta / (2 a eta)),   (10d)
+
+by rejection (a replica draws batches of N paths until N are kept; a cap that keeps less than half the labels is
+refused: eq. (10d) removes a tail, not the bulk of the law).  That is the law of the samples of GD's data set at the
+dimensions where it holds no label past y_cap (n P << 1, d << 1 / (delta P), P the tail mass past the cap): the law
+changes by P (1e-4 to 4e-3 at quad m = 8-16, eta 0.05, delta 1-2).  The cap sits below the own step's limit (-1)
+because the DMFT's own limit lies above it by its self-interaction (eq. (6f)): quad, m = 8, eta 0.05, delta 1.5625,
+capped at lambda* = -1 (y <= 15.625), 78000 paths (s = 0.020), 2 of 3 replicas still orbit, the flipping paths
+those with lambda* = -0.95 to -0.998 (f alternating 12.0 / 17.8 at y = 15.2), those at -0.87 and above settle; the
+isolated own map u -> u + 2 c u (y - u^2) converges at every lambda* > -1 from every start, and finite-d GD settled at
+-0.83 and orbited from -1.09 (orbit_check); at s = 0.12-0.17 the DMFT's limit was near -0.72.  So -0.8 holds for the
+paths of evaluation eq. (4) (s <= 0.05), and GD's samples with lambda* in (-1, -0.8), which settle, are left out with
+the orbiting ones (a further mass of about P).  ``stable_label_limit`` finds the cap by bisection along a set of
+directions and refuses an activation whose limit depends on the direction; the run's notes give the drawn paths
+rejected per replica.  The test loss keeps the moments of the full law (population risk).
+
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
 """
@@ -349,6 +370,7 @@ class DMFTSetup:
     path_dtype: str = "float64"  # ``sources``: storage of the per-path source arrays (eq. (6d)): "float64" or "float32"
     own_term: bool = False  # ``sources``: subtract each path's own term of the response sums from its field (eq. (6e))
     forcing_joint: str = ""  # with forcing_n: the data-set weights in the response sums too, "all" or "initial" (eq. (7d))
+    label_cap: float = 0.0  # ``sources``: paths drawn with labels y <= label_cap (eq. (10d)); 0: the full law
 
     @classmethod
     def from_problem(cls, problem: Problem, delta: float, **numerics) -> "DMFTSetup":
@@ -381,6 +403,8 @@ class DMFTSetup:
             del key["own_term"]
         if not self.forcing_joint:
             del key["forcing_joint"]
+        if not self.label_cap:
+            del key["label_cap"]
         return key
 
     def validate(self):
@@ -449,6 +473,11 @@ class DMFTSetup:
             raise ThresholdsError(f"forcing_joint must be '', 'all' or 'initial', got {self.forcing_joint!r}")
         if self.forcing_joint and not self.forcing_n:
             raise UnsupportedError("the joint forcing (eq. (7d)) needs the finite-n forcing of eq. (7b) (forcing_n > 0)")
+        if not (isinstance(self.label_cap, (int, float)) and not math.isnan(self.label_cap) and self.label_cap >= 0):
+            raise ThresholdsError(f"label_cap must be a number >= 0 (0: the full law), got {self.label_cap!r}")
+        if self.label_cap and (self.response != "sources" or self.g_nodes):
+            raise UnsupportedError("conditioned labels (eq. (10d)) are drawn by the 'sources' back-end with Monte "
+                                   "Carlo g (g_nodes = 0)")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
         need = self.memory_bytes()
@@ -523,6 +552,7 @@ class DMFTResult:
     hard_signal: np.ndarray = None       # M_H,j(t) per replica (replicas, T+1, r_H, m) (planted runs; else None)
     sources: list = None                 # ``sources``: the source rows each replica used at the end (eq. (6b))
     period_two: list = None              # replicas ending in a period-2 orbit (eq. (10)); None: cached before
+    label_tail: tuple = None             # with a label cap (eq. (10d)): (rejected, drawn) paths over the replicas
     replica_train: np.ndarray = None     # (replicas, T+1) train loss per replica (None: cached before it was kept)
 
     def to_json(self, every: int = 1) -> dict:
@@ -710,13 +740,39 @@ def _sample_step(t, C, u, y, omega, setup, kernel, s0, psi, dpsi, train, progres
         progress(t)
 
 
-def _sources_targets(link, n, g_nodes, rng, split):
+def _sources_targets(link, n, g_nodes, rng, split, cap=0.0):
     """The target paths of the ``sources`` back-end: y, the law's g (the hard coordinate(s), (n,) for
-    r_H = 1, (n, r_H) otherwise), the easy coordinates gE (n, r_E) and the path weights."""
-    y, g_all, omega = draw_targets(link, n, g_nodes, rng)
+    r_H = 1, (n, r_H) otherwise), the easy coordinates gE (n, r_E), the path weights and (rejected, drawn) paths
+    (with ``cap`` > 0 the labels are conditioned on y <= cap, eq. (10d); else (0, n))."""
+    if cap:
+        y, g_all, tail = _targets_below(link, n, rng, cap)
+        omega = np.full(n, 1.0 / n)
+    else:
+        (y, g_all, omega), tail = draw_targets(link, n, g_nodes, rng), (0, n)
     g = (g_all @ split.hard.T if split.hard.shape[0] else g_all[:, :1])
     g = g[:, 0] if g.shape[1] == 1 else g
-    return y, g, g_all @ split.easy.T, omega
+    return y, g, g_all @ split.easy.T, omega, tail
+
+
+LABEL_CAP_MIN_KEPT = 0.5   # eq. (10d): a cap that keeps less of the labels is refused
+
+
+def _targets_below(link, n, rng, cap):
+    """Eq. (10d): n Monte Carlo paths (y, g) of the law conditioned on y <= cap, by rejection in batches of n drawn
+    from ``rng``; (y, g, (rejected, drawn))."""
+    ys, gs, kept, drawn = [], [], 0, 0
+    while kept < n:
+        y, g, _ = draw_targets(link, n, 0, rng)
+        ok = np.asarray(y) <= cap
+        drawn += n
+        if drawn == n and ok.mean() < LABEL_CAP_MIN_KEPT:
+            raise ThresholdsError(f"label cap {cap:g} keeps {ok.mean():.3g} of the labels: eq. (10d) conditions on "
+                                  f"a tail, and needs at least {LABEL_CAP_MIN_KEPT:g} of them kept")
+        ys.append(y[ok])
+        gs.append(g[ok])
+        kept += int(ok.sum())
+    y, g = np.concatenate(ys)[:n], np.concatenate(gs)[:n]
+    return y, g, (drawn - kept, drawn)
 
 
 def _own_generator(rng, *key):
@@ -951,7 +1007,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
     T, eta, delta, rho0, M = setup.steps, setup.eta, setup.delta, setup.rho0, setup.m
     kernel = make_psi_kernel_m(act)
     a_j, b_j = per_neuron(setup.a, M), per_neuron(setup.b, M)  # per-neuron second layer
-    y, g, gE, omega = _sources_targets(link, n, setup.g_nodes, rng, split)
+    y, g, gE, omega, tail = _sources_targets(link, n, setup.g_nodes, rng, split, setup.label_cap)
     rE = split.easy.shape[0]
     Msig = np.zeros((T + 1, rE, M))                # overlaps of theta_j with the signal directions
     hard_rows = slice(rE - split.hard.shape[0], rE)  # with ``planted``: the last r_H rows (_link_split)
@@ -1041,7 +1097,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         A, u, w = A[:, 0, 0], u[:, 0], w[:, 0]
         C, Cpsi, Ctt = (C[:, :, 0, 0], Cpsi[:, :, 0, 0], None) if kernels else (None, None, Ctt[:, 0, 0])
         snaps = {s: v[:, 0] for s, v in snaps.items()}
-    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test, sources=r, Ctt=Ctt)
+    return ReplicaRun(A, None, C, Cpsi, None, train, (u, y, g, w), omega, snaps, Msig, test, sources=r, Ctt=Ctt,
+                      label_tail=tail)
 
 
 def _run_pathwise(setup, act, link, n, rng, A, B, C, Cpsi, R, progress):
@@ -1164,6 +1221,7 @@ class ReplicaRun:
     hard_source: np.ndarray | None = None   # ``pathwise``: K_F(s, r) = E[g^2 psi^s psi^r]
     sources: int | None = None              # ``sources``: source rows in use at the end (eq. (6b))
     Ctt: np.ndarray | None = None           # C(t, t) per step ((T+1,) or (T+1, m, m)); None: the diagonal of C
+    label_tail: tuple = (0, 0)              # ``sources`` with a label cap (eq. (10d)): (rejected, drawn) paths
 
     def C_diag(self) -> np.ndarray:
         """C(t, t) per step: (T+1,) at m = 1, (T+1, m, m) otherwise."""
@@ -1229,7 +1287,9 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
                       signal=sg, signal_err=sge, easy_overlap=eo, easy_overlap_err=eoe,
                       easy_basis=split.easy.tolist() or None,
                       sources=[o.sources for o in outs] if setup.response == "sources" else None,
-                      period_two=orbit, replica_train=train, **hard)
+                      period_two=orbit, replica_train=train, **hard,
+                      label_tail=(tuple(int(sum(o.label_tail[i] for o in outs)) for i in (0, 1))
+                                  if setup.label_cap else None))
 
 
 PERIOD_TWO_WINDOW = 20     # eq. (10): the last W = min(20, T / 4) steps
@@ -1296,6 +1356,65 @@ def fitted_eigenvalues(activation: str, a, b, u, y, c) -> np.ndarray:
     return np.where(valid, lam, np.nan)
 
 
+SETTLED_EIGENVALUE = -0.8   # eq. (10d): the own-step eigenvalue of eq. (10c) at the label cap of a settled law
+LIMIT_DIRECTIONS = 32   # eq. (10d): random directions of u (and their negatives) on which the limit is compared
+LIMIT_RTOL = 1e-6        # eq. (10d): the largest relative spread of y_c over the directions read as "label alone"
+
+
+@functools.lru_cache(maxsize=256)
+def stable_label_limit(activation: str, a, b, m: int, eta: float, delta: float, loss: str = "square",
+                       weight_decay: float = 0.0, bound: float = -1.0) -> float:
+    """Eq. (10d): the label y_c above which a sample's own step at its fitted point has lambda* < ``bound`` (eq.
+    (10c); -1: unstable), inf where no fitted label is; UnsupportedError where it depends on the direction of u.  The directions are
+    +-1 at m = 1, else LIMIT_DIRECTIONS Gaussian ones (seeded), the all-ones direction and their negatives, scaled to
+    |u|^2 = m.  Along each direction the unstable labels it fits must be those above one y_c, the same for every
+    direction (bisection from a log grid of labels y >= 0; a tail of negative labels is not looked for), and no
+    direction may fit a stable label above it."""
+    if loss != "square" or weight_decay:
+        raise UnsupportedError("the stability limit of eq. (10c) is derived for the square loss without weight decay")
+    act = get_activation(activation)
+    a_j, b_j = per_neuron(a, m), per_neuron(b, m)
+    if m == 1:
+        dirs = np.array([[1.0], [-1.0]])
+    else:
+        raw = np.vstack([np.ones(m), np.random.default_rng(LIMIT_DIRECTIONS).standard_normal((LIMIT_DIRECTIONS, m))])
+        raw = np.vstack([raw, -raw])
+        dirs = raw * math.sqrt(m) / np.linalg.norm(raw, axis=1)[:, None]
+    k, c = len(dirs), eta / delta
+    sigma = act.numpy(0)
+    ends = [np.mean(a_j * sigma(scale * dirs + b_j) * np.ones_like(dirs), axis=1) for scale in (0.0, FIT_SCALE_MAX)]
+    lowest, top = np.minimum(*ends), np.maximum(*ends)          # the labels fitted along each direction
+    base = max(float(np.min(lowest)), 0.0)
+    grid = base + (float(np.max(top)) - base) * np.logspace(-6, 0, 241)[:-1]
+    lam = fitted_eigenvalues(activation, a, b, np.tile(dirs, (len(grid), 1)), np.repeat(grid, k), c).reshape(-1, k)
+    unstable, fitted = lam < bound, np.isfinite(lam)
+    if not unstable.any():
+        return math.inf
+    refuse = UnsupportedError(f"the own step of {activation} (a = {a!r}, b = {b!r}) is not unstable on one tail of "
+                              "labels y > y_c along every direction of u (eq. (10c)); conditioned labels (eq. (10d)) "
+                              "need a limit of the label alone")
+    has = unstable.any(axis=0)
+    first = np.argmax(unstable, axis=0)
+    for j in np.flatnonzero(has):   # along j: every fitted label from the first unstable one on is unstable
+        if not np.all(unstable[first[j]:, j] | ~fitted[first[j]:, j]):
+            raise refuse
+    lo = np.where(first > 0, grid[np.maximum(first - 1, 0)], base)[has]
+    hi = grid[first][has]
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        bad = fitted_eigenvalues(activation, a, b, dirs[has], mid, c) < bound
+        lo, hi = np.where(bad, lo, mid), np.where(bad, mid, hi)
+    limits = 0.5 * (lo + hi)
+    y_c = float(limits.min())
+    if (limits.max() - y_c) / limits.max() > LIMIT_RTOL:
+        raise UnsupportedError(f"the stability limit of eq. (10c) depends on the direction of u for {activation} (a = "
+                               f"{a!r}, b = {b!r}): y_c from {y_c:.4g} to {limits.max():.4g}; conditioned labels "
+                               "(eq. (10d)) need a limit of the label alone")
+    if np.any(fitted[grid > y_c * (1 + 1e-3)][:, ~has]):   # a direction fitting a stable label above y_c
+        raise refuse
+    return y_c
+
+
 def period_two_orbit(train) -> bool:
     """Eq. (10): the train loss of one replica (steps 0..T) goes up and down over its last W = min(20, T / 4) steps,
     by more than 1e-3 of itself, at least W / 4 times each way (a period-2 orbit does each W / 2 times)."""
@@ -1357,6 +1476,12 @@ def _notes(setup, split, replicas, n, Ey, Ey2, outs, orbit) -> list:
         notes.append(f"planted start: M_H = {value} at step {setup.planted_step} (0 before) on {where}; the hard "
                      "directions are the last signal rows (eq. (7))")
     notes += _orbit_note(orbit, replicas)
+    if setup.label_cap:
+        rejected, drawn = (int(sum(o.label_tail[i] for o in outs)) for i in (0, 1))
+        notes.append(f"labels conditioned on y <= {setup.label_cap:.6g} (eq. (10d)): {rejected} of {drawn} drawn paths "
+                     f"rejected (P = {rejected / drawn:.2g}), the law of GD's samples at the dimensions whose data set "
+                     "holds no label past the cap" + (f" (d << 1 / (delta P) = {drawn / (rejected * setup.delta):.3g})"
+                                                      if rejected else ""))
     if split.easy.shape[0]:
         notes += [f"easy directions (rows, in the latent coordinates): {split.easy.tolist()}; "
                   "C is the covariance of the parts orthogonal to the latent subspace, "

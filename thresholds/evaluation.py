@@ -27,7 +27,11 @@ evaluation keeps every replica's values (``indicator_replicas``, ``clipped_repli
         = means over the replicas r not in ``period_two``,                                                   (3)
 
 unless every replica is in an orbit (then over all of them: there is no settled one to prefer).  The
-crossing's jackknife (thresholds.crossing eq. (4)) leaves the same replicas out.
+crossing's jackknife (thresholds.crossing eq. (4)) leaves the same replicas out.  With ``settled_labels``
+(thresholds.nn.NNSetup) the DMFT paths are drawn with labels below the cap of thresholds.dmft eq. (10d), at which a
+sample's own step has the eigenvalue -0.8: no path is past the limit, every replica settles (quad, m = 8, eta 0.05,
+delta 1.5625, where every replica of the full law orbits: three settled replicas with train losses 1.49e-4 to 1.51e-4
+at step 600), and the law is that of GD's samples at the dimensions whose data sets hold no label past the cap.
 
 Automatic paths and the self-interaction.  With automatic paths (``paths`` = 0: N_0 per replica,
 thresholds.nn.NNSetup.paths_at, set by the Hessian's data sets of eq. (5) of thresholds.hessian) the DMFT law
@@ -142,6 +146,9 @@ def _dmft_evaluation(setup: NNSetup, delta: float, run: FirstPhase, outliers: st
     ev.self_interaction = run.self_interaction
     ev.paths = run.paths
     ev.unstable_fraction = unstable_share(run)
+    if run.setup.label_cap:   # thresholds.dmft eq. (10d)
+        rejected, drawn = run.result.label_tail
+        ev.label_cap, ev.label_tail = float(run.setup.label_cap), rejected / drawn
     return settled(ev)
 
 

@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass, field, replace
 
-from .dmft import DMFTSetup
+from .dmft import SETTLED_EIGENVALUE, DMFTSetup, stable_label_limit
 from .errors import ThresholdsError, UnsupportedError
 from .hessian import CLIP_QUANTILE, DATA_SETS
 from .problem import Problem
@@ -69,6 +69,7 @@ class NNSetup(Problem):
     source_tol: float = 0.0  # "dmft" law: thresholds.dmft eq. (6b) (0: every psi column opens a source)
     edge_d: int = 0          # "dmft" law: plain indicator over data sets of n = delta edge_d paths (0: all paths)
     own_term: bool = False   # "dmft" law: each path's own term of the response sums subtracted (thresholds.dmft eq. (6e))
+    settled_labels: bool = False  # "dmft" law: labels conditioned below the own step's stability limit (dmft eq. (10d))
     seed: int = 0
     search_min: float = 0.0
     search_max: float = 64.0
@@ -80,6 +81,7 @@ class NNSetup(Problem):
         state.setdefault("source_tol", 0.0)
         state.setdefault("edge_d", 0)
         state.setdefault("own_term", False)
+        state.setdefault("settled_labels", False)
         self.__dict__.update(state)
 
     @property
@@ -120,7 +122,18 @@ class NNSetup(Problem):
         return DMFTSetup.from_problem(replace(self.problem, steps=int(self.steps)), delta, paths=self.paths_at(delta),
                                       replicas=self.replicas, seed=self.seed,
                                       source_tol=self.source_tol if self.law == "dmft" else 0.0,
-                                      own_term=self.own_term and self.law == "dmft")
+                                      own_term=self.own_term and self.law == "dmft",
+                                      label_cap=self.label_cap(delta))
+
+    def label_cap(self, delta: float) -> float:
+        """The DMFT law's label cap at ``delta`` (thresholds.dmft eq. (10d)): with ``settled_labels`` the label at which
+        a sample's own step has the eigenvalue SETTLED_EIGENVALUE, 0 (the full law) otherwise or where no label is
+        past it."""
+        if not (self.settled_labels and self.law == "dmft"):
+            return 0.0
+        y_c = stable_label_limit(self.activation, self.a, self.b, self.m, self.eta, delta, self.loss, self.weight_decay,
+                                 SETTLED_EIGENVALUE)
+        return y_c if math.isfinite(y_c) else 0.0
 
     def validate(self):
         self.dmft(1.0).validate()
@@ -135,6 +148,9 @@ class NNSetup(Problem):
             raise ThresholdsError("source_tol applies to the DMFT law (law = 'dmft')")
         if self.own_term and self.law != "dmft":
             raise ThresholdsError("own_term applies to the DMFT law (law = 'dmft')")
+        if self.settled_labels and self.law != "dmft":
+            raise ThresholdsError("settled_labels applies to the DMFT law (law = 'dmft'); the GD law's samples are "
+                                  "those of its own data sets")
         if self.edge_d and self.law != "dmft":
             raise ThresholdsError("edge_d applies to the DMFT law (law = 'dmft'); the GD law's left tail is that "
                                   "of its own n = delta law_d samples")
@@ -176,6 +192,8 @@ class Evaluation:
     self_interaction: float = None  # DMFT law: delta (r + m) / N of thresholds.dmft eq. (6f); None: not a sources run
     paths: int = None  # DMFT law: the run's paths, all replicas (thresholds.evaluation eq. (4)); None: not recorded
     unstable_fraction: float = None  # DMFT law: P of thresholds.dmft eq. (10c), mean over replicas; None: not computed
+    label_cap: float = None  # DMFT law with settled labels: the cap of thresholds.dmft eq. (10d); None: the full law
+    label_tail: float = None  # ... and the share of the drawn paths past it (rejected)
 
     def at(self, step):
         return self.steps.index(step)

@@ -56,7 +56,7 @@ from dataclasses import replace
 
 from . import cache as _disk
 from .crossing import crossing
-from .dmft import SELF_INTERACTION_NOTE, checkpoints
+from .dmft import SELF_INTERACTION_NOTE, SETTLED_EIGENVALUE, checkpoints
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate, first_phase, unstable_share
 from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
@@ -284,7 +284,7 @@ def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, bel
     i = ref.at(T)
     settled = ref.left_edge[i] >= -2 * ref.left_edge_err[i]
     notes = _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref)
-    notes += _lower_orbit_notes(f.orbiting, lo) + _orbit_notes(el) + _self_interaction_notes(el)
+    notes += _lower_orbit_notes(f.orbiting, lo) + _orbit_notes(el) + _self_interaction_notes(el) + _label_notes(el)
     path_check = _path_check(f, ref, notes) if setup.law == "dmft" else None
     notes += _closing_notes(setup, ref, lo, below, main)
     return NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
@@ -433,6 +433,20 @@ def _path_remedy(setup: NNSetup, delta: float, fewer_per_replica: int) -> str:
             f"{data_set_count(fewer_per_replica, n)} per replica in the run with fewer paths), which moves only by its noise, "
             "so the law itself moves with the paths (the self-interaction the truncated source basis leaves): more "
             "paths, or a smaller --source-tol with --own-term (dmft eq. (6e)), check it")
+
+
+def _label_notes(evaluations) -> list:
+    """The label cap of a settled law (thresholds.dmft eq. (10d)) at the deltas evaluated, with the share of the drawn
+    paths past it and the dimension from which GD's data set holds one."""
+    capped = sorted((e for e in evaluations if e.label_cap), key=lambda e: e.delta)
+    if not capped:
+        return []
+    parts = [f"{e.delta:.4g}: y <= {e.label_cap:.4g}, P = {e.label_tail:.2g}"
+             + (f", d = {1 / (e.delta * e.label_tail):.3g}" if e.label_tail else "") for e in capped]
+    return [f"settled labels (dmft eq. (10d)): the DMFT paths are drawn with labels below the cap at which a sample's "
+            f"own step has the eigenvalue {SETTLED_EIGENVALUE:g} (eq. (10c)), so no path orbits; delta_NN is that of GD "
+            "at the dimensions whose data sets hold no label past the cap, d well below 1 / (delta P) (at delta " +
+            "; ".join(parts) + ")"]
 
 
 def _closing_notes(setup, ref, lo, below, main) -> list:

@@ -22,7 +22,7 @@ from dataclasses import asdict
 
 from . import cache
 from .hessian import CLIP_QUANTILE, TAIL_RULE, exchangeable
-from .dmft import PERIOD_TWO_AMPLITUDE, PERIOD_TWO_WINDOW
+from .dmft import PERIOD_TWO_AMPLITUDE, PERIOD_TWO_WINDOW, SETTLED_EIGENVALUE
 from .nn import SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET, NNResult, NNSetup
 
 SEARCH_FIELDS = ("search_min", "search_max", "rtol")  # how a threshold is searched, not what it is
@@ -36,7 +36,7 @@ RELAXED_FIELDS = SEARCH_FIELDS + ("law_dtype",)
 def setup_fields(setup: NNSetup) -> dict:
     """The setup as a cache key: every field, except ``law_dtype`` when it is float64 (results computed
     before the field existed were float64 and keep their keys), and ``mean_field``, ``source_tol``,
-    ``edge_d`` and ``own_term`` at their defaults (likewise)."""
+    ``edge_d``, ``own_term`` and ``settled_labels`` at their defaults (likewise)."""
     out = asdict(setup)
     if out["law_dtype"] == "float64":
         del out["law_dtype"]
@@ -48,6 +48,8 @@ def setup_fields(setup: NNSetup) -> dict:
         del out["edge_d"]
     if not out.get("own_term"):
         out.pop("own_term", None)
+    if not out.get("settled_labels"):
+        out.pop("settled_labels", None)
     return out
 
 
@@ -59,6 +61,8 @@ def result_key(setup: NNSetup) -> dict:
         key["lower_end"] = "orbits"
         if not setup.paths:  # nor those made before evaluation eq. (4)
             key["paths_rule"] = dmft_rules(setup)["paths_rule"]
+        if setup.settled_labels:   # the cap's eigenvalue (thresholds.dmft eq. (10d))
+            key["label_rule"] = SETTLED_EIGENVALUE
     return key | _engine(setup)
 
 
@@ -144,8 +148,11 @@ def evaluation_key(setup: NNSetup, delta: float, outliers: str, final_only: bool
 
 def dmft_rules(setup: NNSetup) -> dict:
     """What a DMFT-law evaluation depends on beyond its setup: the replicas left out as orbiting (thresholds.dmft
-    eq. (10), evaluation eq. (3)) and, with automatic paths, the self-interaction rule of evaluation eq. (4)."""
+    eq. (10), evaluation eq. (3)), with automatic paths the self-interaction rule of evaluation eq. (4), and with
+    settled labels the eigenvalue at the cap of thresholds.dmft eq. (10d)."""
     rules = {"orbits": [PERIOD_TWO_WINDOW, PERIOD_TWO_AMPLITUDE, "rises and falls"]}
     if not setup.paths:
         rules["paths_rule"] = [SELF_INTERACTION_MAX, SELF_INTERACTION_TARGET]
+    if setup.settled_labels:
+        rules["label_rule"] = SETTLED_EIGENVALUE
     return rules
