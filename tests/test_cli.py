@@ -380,3 +380,16 @@ def test_nn_dmft_law_defaults_to_the_unbiased_basis_and_the_edge_of_law_d(tmp_pa
     assert (setup["paths"], setup["source_tol"], setup["edge_d"]) == (4000, 0.0, 0)
     res = run(*base, "--paths", "8")
     assert res.exit_code == 2 and "--paths must be 0 (auto) or at least 16" in res.output and "Traceback" not in res.output
+
+
+def test_dmft_label_cap_option(tmp_path, monkeypatch):
+    """--label-cap reaches the DMFT (dmft eq. (10d)): recorded in the setup, the law changes (its labels past the cap
+    are redrawn), and the notes count the rejected paths; 0 is the plain run."""
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
+            "--json")
+    plain, capped = json.loads(run(*args).stdout), json.loads(run(*args, "--label-cap", "3").stdout)
+    assert plain["setup"]["label_cap"] == 0 and capped["setup"]["label_cap"] == 3
+    assert capped["steps"][-1]["train_loss"] != plain["steps"][-1]["train_loss"]
+    assert any("labels conditioned on y <= 3" in n for n in capped["notes"])
+    assert not any("labels conditioned" in n for n in plain["notes"])
