@@ -123,6 +123,7 @@ def test_search_notes_the_caps_and_the_dimensions_they_stand_for():
         return Evaluation(delta, [10], [0.1], [0.01], [0.1], [0.01], [-0.1], [0.01], [math.nan], [math.nan],
                           [math.nan], label_cap=cap, label_tail=tail)
     assert _label_notes([ev(2.0, None, None)]) == []
+    assert _label_notes([ev(2.0, 18.0, None)])[0].endswith("(at delta 2: y <= 18, P not recorded)")
     (note,) = _label_notes([ev(2.0, 18.0, 2e-5), ev(1.5, 13.5, 0.0)])
     assert note.startswith("settled labels (dmft eq. (10d))") and "eigenvalue -0.8" in note
     # sorted by delta; d = 1 / (delta P) only where a path was rejected

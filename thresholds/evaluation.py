@@ -146,9 +146,9 @@ def _dmft_evaluation(setup: NNSetup, delta: float, run: FirstPhase, outliers: st
     ev.self_interaction = run.self_interaction
     ev.paths = run.paths
     ev.unstable_fraction = unstable_share(run)
-    if run.setup.label_cap:   # thresholds.dmft eq. (10d)
-        rejected, drawn = run.result.label_tail
-        ev.label_cap, ev.label_tail = float(run.setup.label_cap), rejected / drawn
+    if run.setup.label_cap:   # thresholds.dmft eq. (10d) (the tail share is None on a run cached without it)
+        tail = run.result.label_tail
+        ev.label_cap, ev.label_tail = float(run.setup.label_cap), (tail[0] / tail[1] if tail else None)
     return settled(ev)
 
 

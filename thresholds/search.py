@@ -441,7 +441,8 @@ def _label_notes(evaluations) -> list:
     capped = sorted((e for e in evaluations if e.label_cap), key=lambda e: e.delta)
     if not capped:
         return []
-    parts = [f"{e.delta:.4g}: y <= {e.label_cap:.4g}, P = {e.label_tail:.2g}"
+    parts = [f"{e.delta:.4g}: y <= {e.label_cap:.4g}, " + ("P not recorded" if e.label_tail is None else
+                                                            f"P = {e.label_tail:.2g}")
              + (f", d = {1 / (e.delta * e.label_tail):.3g}" if e.label_tail else "") for e in capped]
     return [f"settled labels (dmft eq. (10d)): the DMFT paths are drawn with labels below the cap at which a sample's "
             f"own step has the eigenvalue {SETTLED_EIGENVALUE:g} (eq. (10c)), so no path orbits; delta_NN is that of GD "
