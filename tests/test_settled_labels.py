@@ -128,3 +128,16 @@ def test_search_notes_the_caps_and_the_dimensions_they_stand_for():
     assert note.startswith("settled labels (dmft eq. (10d))") and "eigenvalue -0.8" in note
     # sorted by delta; d = 1 / (delta P) only where a path was rejected
     assert note.endswith("(at delta 1.5: y <= 13.5, P = 0; 2: y <= 18, P = 2e-05, d = 2.5e+04)")
+
+
+def test_an_evaluation_on_a_settled_law_records_its_cap_and_tail():
+    from thresholds.evaluation import evaluate
+    setup = NNSetup.from_problem(Problem("quad", "phase_retrieval", eta=0.1, steps=8, m=2), law="dmft",
+                                 settled_labels=True, paths=3000, edge_d=0)
+    ev = evaluate(setup, 2.0, cache=False)
+    assert ev.label_cap == pytest.approx(0.9 * 2.0 / (2 * 0.1))
+    # the share rejected is P(g^2 > 9) = 0.0027 up to its Monte Carlo error (3000 paths in batches of 1000)
+    tail = stats.chi2.sf(ev.label_cap, 1)
+    assert 0 < ev.label_tail and abs(ev.label_tail - tail) < 4 * math.sqrt(tail / 3000)
+    plain = evaluate(replace(setup, settled_labels=False), 2.0, cache=False)
+    assert plain.label_cap is None and plain.label_tail is None
