@@ -29,7 +29,9 @@ every replica orbits at delta 1.6 and 1.8 on a law with enough paths; validation
 I_T > 0 already at that lower end, ORBIT_BISECTIONS = 3 bisections in log delta between it and the last delta where
 every replica orbits or GD diverged look for a settled delta with I_T <= 0, from which the search goes up as usual; without one,
 delta_NN is stated as at most the lowest settled delta with I_T > 0 (``below_range``).  The deltas the line fit adds
-next to the crossing skip those where every replica orbits.
+next to the crossing skip those where every replica orbits.  With ``settled_labels`` (thresholds.dmft eq. (10d)) the
+law has no label past the limit, its replicas settle, and the search runs from the usual lower end; its notes give the
+cap, the share of the drawn paths past it and d = 1 / (delta P) at each delta.
 
 t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
 evaluations (first sign change of I_t, linear interpolation).  The curve is
