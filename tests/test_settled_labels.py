@@ -141,3 +141,41 @@ def test_an_evaluation_on_a_settled_law_records_its_cap_and_tail():
     assert 0 < ev.label_tail and abs(ev.label_tail - tail) < 4 * math.sqrt(tail / 3000)
     plain = evaluate(replace(setup, settled_labels=False), 2.0, cache=False)
     assert plain.label_cap is None and plain.label_tail is None
+
+
+def test_tail_mass_is_the_chi_square_tail():
+    from thresholds.targets import TAIL_DRAWS, tail_mass
+    link = get_link("phase_retrieval")
+    for cap in (5.0, 11.0):
+        p = stats.chi2.sf(cap, 1)
+        assert abs(tail_mass(link, cap) - p) < 4 * math.sqrt(p / TAIL_DRAWS)
+    assert tail_mass(link, 11.0) <= tail_mass(link, 10.0)   # one stream: monotone in the cap
+
+
+def test_settled_search_starts_where_gd_at_the_stated_d_settles(monkeypatch):
+    """thresholds.search: on a settled law a delta where GD's data set of n = delta d samples (d = edge_d) holds a label
+    past y_c = delta / (2 eta) with probability >= 1/2 (n P(g^2 > y_c) >= ln 2) is not run; the lower end moves up by
+    ORBIT_STEP past it and the notes name those deltas with n P."""
+    from types import SimpleNamespace
+    from thresholds import search
+    setup = NNSetup.from_problem(Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=16), law="dmft",
+                                 settled_labels=True, replicas=3)
+    ran = []
+    monkeypatch.setattr(search, "first_phase", lambda s, delta, **kw: ran.append(delta) or SimpleNamespace(
+        setup=SimpleNamespace(replicas=3), result=SimpleNamespace(period_two=[])))
+
+    class F(search._Indicators):
+        def __call__(self, delta, step=None):
+            return -1.0
+    f = F(setup, True, None, None, None)
+    lo, below, _ = search._lower_end(f, 0.5)
+    # n P = delta 1000 P(chi^2_1 > 10 delta): 12.7 / 7.8 / 4.1 / 1.8 at 0.5 / 0.625 / 0.781 / 0.977, 0.59 at 1.22
+    assert [round(x, 4) for x, _ in f.crowded] == [0.5, 0.625, 0.7812, 0.9766] and lo == pytest.approx(0.5 * 1.25 ** 4)
+    assert ran == [lo] and not below and f.orbiting == []
+    for x, p in f.crowded:
+        assert abs(p - stats.chi2.sf(10 * x, 1)) < 4 * math.sqrt(p / 1e6)
+    (note,) = search._crowded_notes(f.crowded, lo, 1000)
+    assert note.startswith("at delta = 0.5, 0.625, 0.7812, 0.9766 GD's data set of n = delta 1000 samples holds")
+    assert "starts at 1.221" in note and "(n P = 13, 7.8, 4.1, 1.8)" in note
+    assert search.crowded_share(replace(setup, settled_labels=False), 0.5) is None
+    assert search.crowded_share(replace(setup, edge_d=100), 0.9766) is None   # n P = 0.18 at d = 100

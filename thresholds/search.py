@@ -30,8 +30,14 @@ I_T > 0 already at that lower end, ORBIT_BISECTIONS = 3 bisections in log delta 
 every replica orbits or GD diverged look for a settled delta with I_T <= 0, from which the search goes up as usual; without one,
 delta_NN is stated as at most the lowest settled delta with I_T > 0 (``below_range``).  The deltas the line fit adds
 next to the crossing skip those where every replica orbits.  With ``settled_labels`` (thresholds.dmft eq. (10d)) the
-law has no label past the limit, its replicas settle, and the search runs from the usual lower end; its notes give the
-cap, the share of the drawn paths past it and d = 1 / (delta P) at each delta.
+law has no label past the limit and its replicas settle at every delta, also where GD's data sets of the stated size do
+not: there the lower end moves up by ORBIT_STEP in the same way, without a DMFT run, while
+
+    n P(y > y_c) >= ln 2,   n = delta d,   d = edge_d (else law_d),   y_c the own step's limit (eq. (10c), -1)
+
+(GD's data set holds a label past the limit with probability >= 1/2; P by Monte Carlo, thresholds.targets.tail_mass);
+the notes name those deltas with n P, and give the cap, the share of the drawn paths past it and d = 1 / (delta P) at
+each delta evaluated.
 
 t -> inf.  delta_NN(t) at the earlier checkpoints is read off the same
 evaluations (first sign change of I_t, linear interpolation).  The curve is
@@ -58,13 +64,15 @@ from dataclasses import replace
 
 from . import cache as _disk
 from .crossing import crossing
-from .dmft import SELF_INTERACTION_NOTE, SETTLED_EIGENVALUE, checkpoints
+from .catalog import get_link
+from .dmft import SELF_INTERACTION_NOTE, SETTLED_EIGENVALUE, checkpoints, stable_label_limit
 from .errors import DivergenceError, ThresholdsError
 from .evaluation import evaluate, first_phase, unstable_share
 from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
 from .nn import NNResult, NNSetup
 from .numbers import differences_beyond_noise, welch_dof
 from .store import carries_replicas, result_key, store_delta_nn
+from .targets import tail_mass
 
 
 class _Indicators:
@@ -75,6 +83,7 @@ class _Indicators:
         self.setup, self.cache, self.progress, self.log, self.law_source = setup, cache, progress, log, law_source
         self.full, self.short = {}, {}
         self.orbiting = []   # deltas below the search where every DMFT replica ends in a period-2 orbit
+        self.crowded = []    # settled laws: deltas where GD's data set at the stated d holds a label past the limit
         self.runs = {}       # delta -> the first phase the orbit test read, for the evaluation that follows it
 
     def __call__(self, delta, step=None):
@@ -175,7 +184,7 @@ def _settled_lower_end(f: _Indicators, lo: float, diverged: list) -> tuple[float
     delta between the last delta where every replica orbits or GD diverged and ``lo``, ORBIT_BISECTIONS times, for a
     delta where a replica settles and I_T <= 0 (returned with False: the search goes up from it); else the lowest
     settled delta with I_T > 0 and True (delta_NN is at most it).  Deltas that diverge are added to ``diverged``."""
-    a, b = max([d for d, _ in f.orbiting] + diverged), lo
+    a, b = max([d for d, _ in f.orbiting + f.crowded] + diverged), lo
     for _ in range(ORBIT_BISECTIONS):
         mid = math.sqrt(a * b)
         try:
@@ -194,13 +203,40 @@ def _settled_lower_end(f: _Indicators, lo: float, diverged: list) -> tuple[float
 
 def _settles(f: _Indicators, delta: float) -> bool:
     """Whether some DMFT replica at ``delta`` settles (always on a finite-d law); a delta where none does is kept in
-    ``f.orbiting``."""
+    ``f.orbiting``.  On a settled law (thresholds.dmft eq. (10d)) a delta where GD's data set at the stated dimension
+    holds a label past the own step's limit (:func:`crowded_share`) does not settle either (kept in ``f.crowded``; no
+    DMFT is run there)."""
+    crowded = crowded_share(f.setup, delta)
+    if crowded is not None:
+        f.crowded.append((delta, crowded))
+        if f.log:
+            f.log(f"delta = {delta:.5g}: GD's data sets at d = {stated_d(f.setup)} hold a label past the own step's "
+                  "stability limit; moving up")
+        return False
     share = _every_replica_orbits(f, delta)
     if share is not None:
         f.orbiting.append((delta, share))
         if f.log:
             f.log(f"delta = {delta:.5g}: every DMFT replica ends in a period-2 orbit")
     return share is None
+
+
+def stated_d(setup: NNSetup) -> int:
+    """The dimension the threshold is stated for: data sets of n = delta d samples (``edge_d``, else ``law_d``)."""
+    return int(setup.edge_d or setup.law_d)
+
+
+def crowded_share(setup: NNSetup, delta: float) -> float | None:
+    """Settled laws (``settled_labels``, thresholds.dmft eq. (10d)): P(y > y_c), y_c the label past which a sample's
+    own step is unstable (eq. (10c), eigenvalue -1), where GD's data set of n = delta d samples at the stated d holds
+    such a label with probability at least 1/2 (n P >= ln 2: its first phase does not settle there, and the settled
+    law is that of smaller d); None otherwise and on other laws."""
+    if not (setup.settled_labels and setup.law == "dmft") or not setup.label_cap(delta):
+        return None
+    y_c = stable_label_limit(setup.activation, setup.a, setup.b, setup.m, setup.eta, delta, setup.loss,
+                             setup.weight_decay)
+    p = tail_mass(get_link(setup.link), y_c)
+    return p if delta * stated_d(setup) * p >= math.log(2) else None
 
 
 def _every_replica_orbits(f: _Indicators, delta: float) -> float | None:
@@ -286,7 +322,8 @@ def _result(f: _Indicators, setup: NNSetup, alg: float, lo: float, b: float, bel
     i = ref.at(T)
     settled = ref.left_edge[i] >= -2 * ref.left_edge_err[i]
     notes = _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, converged, settled, ref)
-    notes += _lower_orbit_notes(f.orbiting, lo) + _orbit_notes(el) + _self_interaction_notes(el) + _label_notes(el)
+    notes += _lower_orbit_notes(f.orbiting, lo) + _crowded_notes(f.crowded, lo, stated_d(setup))
+    notes += _orbit_notes(el) + _self_interaction_notes(el) + _label_notes(el)
     path_check = _path_check(f, ref, notes) if setup.law == "dmft" else None
     notes += _closing_notes(setup, ref, lo, below, main)
     return NNResult(setup, alg, main.value, main.low, main.high, main.found, below, clip, curve, converged,
@@ -348,6 +385,17 @@ def _lower_orbit_notes(orbiting: list, lo: float) -> list:
             f"{', '.join(_share(d, p) for d, p in orbiting)} there, eq. (10c)): at d = inf the first phase does not "
             f"settle there, so it has no Hessian to test; the search starts at {lo:.4g} (finite-d GD settles where "
             "its data set holds none, d << 1 / (delta P))"]
+
+
+def _crowded_notes(crowded: list, lo: float, d: int) -> list:
+    """A note naming the deltas below the search where GD's data set at the stated d holds a label past the own
+    step's stability limit (:func:`crowded_share`)."""
+    if not crowded:
+        return []
+    return [f"at delta = {', '.join(f'{x:.4g}' for x, _ in crowded)} GD's data set of n = delta {d} samples holds a "
+            "label past the stability limit of its own step (thresholds.dmft eq. (10c)) with probability >= 1/2 (n P "
+            f"= {', '.join(f'{x * d * p:.2g}' for x, p in crowded)}): its first phase ends in a period-2 orbit there, "
+            f"and the settled law (eq. (10d)) is that of smaller d; the search starts at {lo:.4g}"]
 
 
 def _share(delta: float, p: float) -> str:

@@ -47,6 +47,17 @@ def draw_targets(link: Link, n: int, g_nodes: int, rng):
     return labels(link, g, rng), g, omega
 
 
+TAIL_DRAWS = 1_000_000   # tail_mass: Monte Carlo labels (s.e. sqrt(P / TAIL_DRAWS), 4% of P at P = 6e-4)
+TAIL_SEED = 2718
+
+
+def tail_mass(link: Link, cap: float, draws: int = TAIL_DRAWS) -> float:
+    """P(y > cap) under the target law, by Monte Carlo over ``draws`` labels of a fixed stream (the same draws at
+    every cap, so that the mass is monotone in it)."""
+    y, _, _ = draw_targets(link, draws, 0, np.random.default_rng(TAIL_SEED))
+    return float(np.mean(np.asarray(y) > cap))
+
+
 def y_moments(link: Link):
     """Eq. (2): exact E[y], E[y^2]: SymPy when the integrals close; else, for a noiseless single-index
     link, mpmath quadrature in g (split at the kinks); else the level-set engine."""
