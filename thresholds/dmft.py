@@ -292,8 +292,11 @@ changes by P (1e-4 to 4e-3 at quad m = 8-16, eta 0.05, delta 1-2).  The cap sits
 because the DMFT's own limit lies above it by its self-interaction (eq. (6f)): quad, m = 8, eta 0.05, delta 1.5625,
 capped at lambda* = -1 (y <= 15.625), 78000 paths (s = 0.020), 2 of 3 replicas still orbit, the flipping paths
 those with lambda* = -0.95 to -0.998 (f alternating 12.0 / 17.8 at y = 15.2), those at -0.87 and above settle; the
-isolated own map u -> u + 2 c u (y - u^2) converges at every lambda* > -1 from every start, and finite-d GD settled at
--0.83 and orbited from -1.09 (orbit_check); at s = 0.12-0.17 the DMFT's limit was near -0.72.  So -0.8 holds for the
+isolated own map u -> u + 2 c u (y - u^2) converges at every lambda* > -1 from every start; finite-d GD at the same
+setup (16 data sets at d = 800-3200, validation/reports/planted/width/orbit_quad_m8.jsonl) orbits in the one whose
+largest label has lambda* = -0.986 and settles in the others (largest labels up to -0.917; m = 16: -0.83 settled,
+-1.09 orbited), its limit near -0.98 (the others' curvature along x_i, eq. (10b)); at s = 0.12-0.17 the DMFT's limit
+was near -0.72.  So -0.8 holds for the
 paths of evaluation eq. (4) (s <= 0.05), and GD's samples with lambda* in (-1, -0.8), which settle, are left out with
 the orbiting ones (a further mass of about P).  ``stable_label_limit`` finds the cap by bisection along a set of
 directions and refuses an activation whose limit depends on the direction; the run's notes give the drawn paths

@@ -384,7 +384,7 @@ def _lower_orbit_notes(orbiting: list, lo: float) -> list:
             "(thresholds.dmft eq. (10): samples whose own step is unstable at their fitted point, a fraction P = "
             f"{', '.join(_share(d, p) for d, p in orbiting)} there, eq. (10c)): at d = inf the first phase does not "
             f"settle there, so it has no Hessian to test; the search starts at {lo:.4g} (finite-d GD settles where "
-            "its data set holds none, d << 1 / (delta P))"]
+            "its data set holds none, d << 1 / (delta P); --settled-labels draws the law without them, eq. (10d))"]
 
 
 def _crowded_notes(crowded: list, lo: float, d: int) -> list:
