@@ -31,3 +31,18 @@ def test_an_interrupted_sweep_keeps_its_trials_and_resumes(tmp_path, monkeypatch
     fresh = _scan(store=False)
     assert fresh.reused == 0 and fresh.successes == again.successes and fresh.escapes == again.escapes
     assert all(np.array_equal(a, b, equal_nan=True) for a, b in zip(fresh.curves[30], again.curves[30]))
+
+
+def test_hard_plateau_reads_the_final_fractions_a_sweep_stored(tmp_path, monkeypatch):
+    """validation.hard_plateau reads back the final hard fraction of every stored trial of a grid point (the same keys
+    as the sweep), and leaves out the trials not run."""
+    from thresholds.problem import Problem
+    from validation.hard_plateau import final_fractions
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    done = _scan()
+    problem = Problem("tanh", "abs", eta=GRID["eta"])
+    for delta in GRID["deltas"]:
+        f = final_fractions(problem, 30, delta, 3, GRID["t0"], GRID["c"], GRID["seed"])
+        assert f.size == 3 and np.all((f >= 0) & (f <= 1))
+        assert int(np.sum(f > 0.5)) == done.successes[(30, delta)]   # the sweep's success count, from the same trials
+    assert final_fractions(problem, 30, 3.0, 3, GRID["t0"], GRID["c"], GRID["seed"]).size == 0
