@@ -138,13 +138,18 @@ def test_dmft_json_steps(tmp_path, monkeypatch):
     assert list(tmp_path.glob("dmft-*.json"))
 
 
+def _quad_dmft_with(*option):
+    """`thresholds dmft --json` of a short quad run, plain and with ``option``."""
+    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
+            "--json")
+    return json.loads(run(*args).stdout), json.loads(run(*args, *option).stdout)
+
+
 def test_dmft_own_term_option(tmp_path, monkeypatch):
     """--own-term reaches the DMFT (dmft eq. (6e)): recorded in the setup, the law changes from step 2 on (the first
     response sums enter the fields at step 1, their own terms from step 2), and pathwise refuses it in one line."""
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
-            "--json")
-    plain, own = json.loads(run(*args).stdout), json.loads(run(*args, "--own-term").stdout)
+    plain, own = _quad_dmft_with("--own-term")
     assert plain["setup"]["own_term"] is False and own["setup"]["own_term"] is True
     assert own["steps"][0]["norm2"] == plain["steps"][0]["norm2"]
     assert own["steps"][-1]["train_loss"] != plain["steps"][-1]["train_loss"]
@@ -157,9 +162,7 @@ def test_dmft_response_noise_option(tmp_path, monkeypatch):
     """--response-noise reaches the DMFT (dmft eq. (6c)): the setup records it, the law changes, 0 is the plain run;
     with a back-end other than sources it is a one-line error."""
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
-            "--json")
-    plain, noisy = json.loads(run(*args).stdout), json.loads(run(*args, "--response-noise", "3").stdout)
+    plain, noisy = _quad_dmft_with("--response-noise", "3")
     assert plain["setup"]["response_noise"] == 0 and noisy["setup"]["response_noise"] == 3
     assert noisy["steps"][-1]["norm2"] != plain["steps"][-1]["norm2"]
     assert noisy["steps"][0]["norm2"] == plain["steps"][0]["norm2"]
@@ -386,9 +389,7 @@ def test_dmft_label_cap_option(tmp_path, monkeypatch):
     """--label-cap reaches the DMFT (dmft eq. (10d)): recorded in the setup, the law changes (its labels past the cap
     are redrawn), and the notes count the rejected paths; 0 is the plain run."""
     monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
-    args = ("dmft", "-a", "quad", "-l", "phase_retrieval", "-d", "4", "--eta", "0.05", "-T", "20", "--paths", "2000",
-            "--json")
-    plain, capped = json.loads(run(*args).stdout), json.loads(run(*args, "--label-cap", "3").stdout)
+    plain, capped = _quad_dmft_with("--label-cap", "3")
     assert plain["setup"]["label_cap"] == 0 and capped["setup"]["label_cap"] == 3
     assert capped["steps"][-1]["train_loss"] != plain["steps"][-1]["train_loss"]
     assert any("labels conditioned on y <= 3" in n for n in capped["notes"])
