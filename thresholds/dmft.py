@@ -293,12 +293,11 @@ because the DMFT's own limit lies above it by its self-interaction (eq. (6f)): q
 capped at lambda* = -1 (y <= 15.625), 78000 paths (s = 0.020), 2 of 3 replicas still orbit, the flipping paths
 those with lambda* = -0.95 to -0.998 (f alternating 12.0 / 17.8 at y = 15.2), those at -0.87 and above settle; the
 isolated own map u -> u + 2 c u (y - u^2) converges at every lambda* > -1 from every start; finite-d GD at the same
-setup (16 data sets at d = 800-3200, validation/reports/planted/width/orbit_quad_m8.jsonl) orbits in the one whose
+setup (12 data sets at d = 800-3200, validation/reports/planted/width/orbit_quad_m8.jsonl) orbits in the one whose
 largest label has lambda* = -0.986 and settles in the others (largest labels up to -0.917; m = 16: -0.83 settled,
 -1.09 orbited), its limit near -0.98 (the others' curvature along x_i, eq. (10b)); at s = 0.12-0.17 the DMFT's limit
-was near -0.72.  So -0.8 holds for the
-paths of evaluation eq. (4) (s <= 0.05), and GD's samples with lambda* in (-1, -0.8), which settle, are left out with
-the orbiting ones (a further mass of about P).  ``stable_label_limit`` finds the cap by bisection along a set of
+was near -0.72.  So -0.8 holds for the paths of evaluation eq. (4) (s <= 0.05), and GD's samples with lambda* in
+(-1, -0.8), which settle, are left out with the orbiting ones (a further mass of about P).  ``stable_label_limit`` finds the cap by bisection along a set of
 directions and refuses an activation whose limit depends on the direction; the run's notes give the drawn paths
 rejected per replica.  The test loss keeps the moments of the full law (population risk).
 
@@ -1368,11 +1367,11 @@ LIMIT_RTOL = 1e-6        # eq. (10d): the largest relative spread of y_c over th
 def stable_label_limit(activation: str, a, b, m: int, eta: float, delta: float, loss: str = "square",
                        weight_decay: float = 0.0, bound: float = -1.0) -> float:
     """Eq. (10d): the label y_c above which a sample's own step at its fitted point has lambda* < ``bound`` (eq.
-    (10c); -1: unstable), inf where no fitted label is; UnsupportedError where it depends on the direction of u.  The directions are
-    +-1 at m = 1, else LIMIT_DIRECTIONS Gaussian ones (seeded), the all-ones direction and their negatives, scaled to
-    |u|^2 = m.  Along each direction the unstable labels it fits must be those above one y_c, the same for every
-    direction (bisection from a log grid of labels y >= 0; a tail of negative labels is not looked for), and no
-    direction may fit a stable label above it."""
+    (10c); -1: unstable), inf where no fitted label is; UnsupportedError where it depends on the direction of u.  The
+    directions are +-1 at m = 1, else LIMIT_DIRECTIONS Gaussian ones (seeded), the all-ones direction and their
+    negatives, scaled to |u|^2 = m.  Along each direction the unstable labels it fits must be those above one y_c,
+    the same for every direction (bisection from a log grid of labels y >= 0; a tail of negative labels is not looked
+    for), and no direction may fit a stable label above it."""
     if loss != "square" or weight_decay:
         raise UnsupportedError("the stability limit of eq. (10c) is derived for the square loss without weight decay")
     act = get_activation(activation)
