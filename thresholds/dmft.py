@@ -297,9 +297,9 @@ setup (12 data sets at d = 800-3200, validation/reports/planted/width/orbit_quad
 largest label has lambda* = -0.986 and settles in the others (largest labels up to -0.917; m = 16: -0.83 settled,
 -1.09 orbited), its limit near -0.98 (the others' curvature along x_i, eq. (10b)); at s = 0.12-0.17 the DMFT's limit
 was near -0.72.  So -0.8 holds for the paths of evaluation eq. (4) (s <= 0.05), and GD's samples with lambda* in
-(-1, -0.8), which settle, are left out with the orbiting ones (a further mass of about P).  ``stable_label_limit`` finds the cap by bisection along a set of
-directions and refuses an activation whose limit depends on the direction; the run's notes give the drawn paths
-rejected per replica.  The test loss keeps the moments of the full law (population risk).
+(-1, -0.8), which settle, are left out with the orbiting ones (a further mass of about P).  ``stable_label_limit``
+finds the cap by bisection along a set of directions and refuses an activation whose limit depends on the direction;
+the run's notes give the drawn paths rejected per replica.  The test loss keeps the moments of the full law (population risk).
 
 Error bars: the solver is run on ``replicas`` independent sets of paths and
 every output is reported as the mean with the standard error across them.
