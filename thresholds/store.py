@@ -62,7 +62,7 @@ def result_key(setup: NNSetup) -> dict:
         if not setup.paths:  # nor those made before evaluation eq. (4)
             key["paths_rule"] = dmft_rules(setup)["paths_rule"]
         if setup.settled_labels:   # the cap's eigenvalue (thresholds.dmft eq. (10d))
-            key["label_rule"] = SETTLED_EIGENVALUE
+            key["label_rule"] = dmft_rules(setup)["label_rule"]
     return key | _engine(setup)
 
 
