@@ -179,3 +179,24 @@ def test_brackets_are_drawn_as_bars_on_a_log_axis(monkeypatch, tmp_path):
     arrows = [c for c in ax.get_children() if isinstance(c, Annotation)]   # the open bracket: an arrow down from 2
     assert len(arrows) == 1 and arrows[0].xy[1] < 2.0 and arrows[0].xy[0] == 16 * 0.97
     assert all(np.all(np.isfinite(seg)) for seg in bars)
+
+
+def test_joint_offset_against_hand_computed_cells():
+    """Eq. (1) of validation.forced_width on three cells (z = +2, 0, -0.5) and one with no forced crossing."""
+    import pytest
+    from validation.forced_width import joint_offset
+    j = joint_offset([((3.0, 0.3), (2.0, 0.4)), ((1.0, 0.3), (1.0, 0.4)), ((2.0, 0.6), (2.5, 0.8)),
+                      (None, (1.0, 0.1))])
+    assert (j.cells, j.positive, j.within_2) == (3, 1, 3)
+    assert j.mean_z == pytest.approx(0.5)
+    assert j.chi2 == pytest.approx(4.25)
+    x = 4.25   # chi-square with 3 degrees of freedom: P(X >= x) = erfc(sqrt(x / 2)) + sqrt(2 x / pi) e^{-x / 2}
+    assert j.chi2_p == pytest.approx(math.erfc(math.sqrt(x / 2)) + math.sqrt(2 * x / math.pi) * math.exp(-x / 2))
+    assert j.sign_p == pytest.approx(1.0)   # 1 of 3 positive: as far from 3/2 as 2 of 3
+    # relative offsets 0.5, 0, -0.2 with s.e. 0.25, 0.5, 0.4: weights 16, 4, 6.25
+    assert j.relative == pytest.approx((16 * 0.5 - 6.25 * 0.2) / 26.25)
+    assert j.relative_se == pytest.approx(1 / math.sqrt(26.25))
+    # every positive: the sign test's two-sided p is 2 / 2^k
+    assert joint_offset([((2.0, 0.1), (1.0, 0.1))] * 5).sign_p == pytest.approx(2 / 32)
+    with pytest.raises(ValueError):
+        joint_offset([(None, (1.0, 0.1))])

@@ -13,6 +13,13 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
     delta_NN of `thresholds nn -T 600 [--m M] --json` files at their width, ``--brackets ACT:ETA:M=FILE,...`` the
     brackets of validation.indicator_points records where no search was run)
 
+Joint offset over k cells (``--joint 200,800``), each z_k = (forced - GD) / sqrt(se_forced^2 + se_GD^2):
+
+    mean z ~ N(0, 1 / k),   sum z_k^2 ~ chi-square(k),   #{z_k > 0} ~ binomial(k, 1/2)            (1)
+
+under "no offset" (two cells share no trial and no GD run).  A route whose every cell lies within 2 s.e. can still
+carry a joint offset that eq. (1) detects; the relative offset is the inverse-variance mean of forced / GD - 1.
+
 The order of ``--out`` matters: the last directory that holds a point gives its crossing.  eq4b holds the m = 8
 trials with 40k paths at source tolerance 1e-2 that thresholds.forced eq. (4b) found too few (width section 8f), so
 paths80000 (80k paths, the converged law) comes after it.
@@ -23,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from thresholds.problem import Problem
@@ -79,16 +87,65 @@ def setup_crossings(act: str, eta: float, m: int, out=OUT) -> tuple[dict, dict]:
     return forced, gd
 
 
+def cells(d: int, out=OUT) -> list:
+    """((activation, eta, m), forced (crossing, s.e.) or None, GD (crossing, s.e.) or None) at d, per setup."""
+    rows = []
+    for act, eta, m in GD:
+        forced, gd = setup_crossings(act, eta, m, out)
+        rows.append(((act, eta, m), forced.get(d), gd.get(d)))
+    return rows
+
+
+@dataclass(frozen=True)
+class JointOffset:
+    """The forced crossings against GD's over several (setup, width, d) cells, each z_k = (forced - GD) / combined
+    s.e. (eq. (1)): under "no offset" the z_k are independent standard normals (the trials and the GD runs of two
+    cells share no draw), so their mean has s.e. 1 / sqrt(k), sum z_k^2 is chi-square with k degrees of freedom and
+    the count of positive z_k is binomial(k, 1/2).  ``relative``: the inverse-variance weighted mean of (forced -
+    GD) / GD, with its s.e."""
+    cells: int
+    positive: int
+    mean_z: float
+    chi2: float
+    chi2_p: float     # P(chi-square_k >= chi2)
+    sign_p: float     # two-sided binomial P of a count of positive z_k at least this far from k / 2
+    within_2: int     # cells with |z_k| <= 2
+    relative: float
+    relative_se: float
+
+
+def joint_offset(pairs) -> JointOffset:
+    """Eq. (1) over ``pairs`` of ((forced, s.e.), (GD, s.e.)) crossings; cells missing either side are skipped."""
+    from scipy.stats import binomtest, chi2
+    pairs = [(f, g) for f, g in pairs if f and g]
+    if not pairs:
+        raise ValueError("no cell holds both a forced and a GD crossing")
+    z = [(f[0] - g[0]) / math.hypot(f[1], g[1]) for f, g in pairs]
+    k, pos = len(z), sum(v > 0 for v in z)
+    rel = [((f[0] - g[0]) / g[0], math.hypot(f[1], g[1]) / g[0]) for f, g in pairs]
+    w = [1 / e**2 for _, e in rel]
+    x2 = sum(v * v for v in z)
+    return JointOffset(cells=k, positive=pos, mean_z=sum(z) / k, chi2=x2, chi2_p=float(chi2.sf(x2, k)),
+                       sign_p=float(binomtest(pos, k, 0.5).pvalue), within_2=sum(abs(v) <= 2 for v in z),
+                       relative=sum(wi * r for wi, (r, _) in zip(w, rel)) / sum(w), relative_se=1 / math.sqrt(sum(w)))
+
+
+def joint_line(j: JointOffset) -> str:
+    """One line of :class:`JointOffset` for the printed table."""
+    return (f"{j.cells} cells: {j.within_2} with |z| <= 2, {j.positive} with z > 0 (sign test p = {j.sign_p:.2g}); "
+            f"mean z {j.mean_z:+.2f} +- {1 / math.sqrt(j.cells):.2f}; sum z^2 = {j.chi2:.1f} on {j.cells} degrees "
+            f"of freedom (p = {j.chi2_p:.2g}); forced / GD - 1 = {100 * j.relative:+.1f}% +- "
+            f"{100 * j.relative_se:.1f}% (inverse-variance mean)")
+
+
 def table(d: int, out=OUT) -> tuple[list[str], list]:
     """Markdown lines (crossings per (activation, m) at d) and the figure's series."""
     lines = ["| activation, eta | m | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|---|"]
     series = {}
-    for act, eta, m in GD:
-        forced, gd = setup_crossings(act, eta, m, out)
-        f, g = forced.get(d), gd.get(d)
-        cells = [f"{v:.2f} +- {e:.2f}" if v is not None else "-" for v, e in (f or (None, None), g or (None, None))]
+    for (act, eta, m), f, g in cells(d, out):
+        text = [f"{v:.2f} +- {e:.2f}" if v is not None else "-" for v, e in (f or (None, None), g or (None, None))]
         z = f"{(f[0] - g[0]) / math.hypot(f[1], g[1]):+.1f}" if f and g else ""
-        lines.append(f"| {act}, {eta:g} | {m} | {cells[0]} | {cells[1]} | {z} |")
+        lines.append(f"| {act}, {eta:g} | {m} | {text[0]} | {text[1]} | {z} |")
         label = f"{act}, eta {eta:g}"
         fs, gs = series.setdefault(label, ([], []))
         if f:
@@ -210,11 +267,16 @@ def main(argv=None):
     ap.add_argument("--delta-nn", type=Path, nargs="*", default=[], help="`thresholds nn --json` files (phase "
                     "retrieval, 600 steps): with --plot their delta_NN is drawn at their width, with --reference it "
                     "is a column of the table")
+    ap.add_argument("--joint", default=None, help="D1,D2,...: also the joint offset of the forced crossings from "
+                    "GD's over every (setup, width) cell at these d (eq. (1) of JointOffset); default: --d alone")
     ap.add_argument("--brackets", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the bracket of "
                     "delta_NN(600) from validation.indicator_points records drawn at width M")
     args = ap.parse_args(argv)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
+    joint_dims = [int(v) for v in args.joint.split(",")] if args.joint else [args.d]
+    print(f"\nd = {', '.join(map(str, joint_dims))}: "
+          + joint_line(joint_offset([(f, g) for d in joint_dims for _, f, g in cells(d, args.out)])))
     if args.points:
         for (act, eta, m), reports in GD.items():
             rows = rows_by_d(act, eta, m, args.out).get(args.d)   # the records the crossings use
