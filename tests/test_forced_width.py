@@ -196,6 +196,11 @@ def test_joint_offset_against_hand_computed_cells():
     # relative offsets 0.5, 0, -0.2 with s.e. 0.25, 0.5, 0.4: weights 16, 4, 6.25
     assert j.relative == pytest.approx((16 * 0.5 - 6.25 * 0.2) / 26.25)
     assert j.relative_se == pytest.approx(1 / math.sqrt(26.25))
+    r = (16 * 0.5 - 6.25 * 0.2) / 26.25   # eq. (2): Cochran's Q about it, chi-square with 2 dof: P = e^{-Q/2}
+    q = 16 * (0.5 - r) ** 2 + 4 * r**2 + 6.25 * (0.2 + r) ** 2
+    assert j.q == pytest.approx(q)
+    assert j.q_p == pytest.approx(math.exp(-q / 2))
+    assert j.worst == pytest.approx((0.2 + r) / 0.4)
     # every positive: the sign test's two-sided p is 2 / 2^k
     assert joint_offset([((2.0, 0.1), (1.0, 0.1))] * 5).sign_p == pytest.approx(2 / 32)
     with pytest.raises(ValueError):

@@ -18,7 +18,10 @@ Joint offset over k cells (``--joint 200,800``), each z_k = (forced - GD) / sqrt
     mean z ~ N(0, 1 / k),   sum z_k^2 ~ chi-square(k),   #{z_k > 0} ~ binomial(k, 1/2)            (1)
 
 under "no offset" (two cells share no trial and no GD run).  A route whose every cell lies within 2 s.e. can still
-carry a joint offset that eq. (1) detects; the relative offset is the inverse-variance mean of forced / GD - 1.
+carry a joint offset that eq. (1) detects.  Its size, the inverse-variance mean r of r_k = forced_k / GD_k - 1 (s.e.
+s_k = combined s.e. / GD_k, weights w_k = s_k^-2), and whether one common r explains every cell:
+
+    Q = sum_k w_k (r_k - r)^2 ~ chi-square(k - 1)   (Cochran's Q)                                  (2)
 
 The order of ``--out`` matters: the last directory that holds a point gives its crossing.  eq4b holds the m = 8
 trials with 40k paths at source tolerance 1e-2 that thresholds.forced eq. (4b) found too few (width section 8f), so
@@ -112,6 +115,9 @@ class JointOffset:
     within_2: int     # cells with |z_k| <= 2
     relative: float
     relative_se: float
+    q: float          # Cochran's Q: sum_k w_k (r_k - relative)^2, chi-square(k - 1) if one common relative offset
+    q_p: float        # P(chi-square_{k-1} >= q)
+    worst: float      # the largest |r_k - relative| / s.e._k: the cell least explained by the common offset
 
 
 def joint_offset(pairs) -> JointOffset:
@@ -125,9 +131,13 @@ def joint_offset(pairs) -> JointOffset:
     rel = [((f[0] - g[0]) / g[0], math.hypot(f[1], g[1]) / g[0]) for f, g in pairs]
     w = [1 / e**2 for _, e in rel]
     x2 = sum(v * v for v in z)
+    r_bar = sum(wi * r for wi, (r, _) in zip(w, rel)) / sum(w)
+    q = sum(wi * (r - r_bar) ** 2 for wi, (r, _) in zip(w, rel))
     return JointOffset(cells=k, positive=pos, mean_z=sum(z) / k, chi2=x2, chi2_p=float(chi2.sf(x2, k)),
                        sign_p=float(binomtest(pos, k, 0.5).pvalue), within_2=sum(abs(v) <= 2 for v in z),
-                       relative=sum(wi * r for wi, (r, _) in zip(w, rel)) / sum(w), relative_se=1 / math.sqrt(sum(w)))
+                       relative=r_bar, relative_se=1 / math.sqrt(sum(w)), q=q,
+                       q_p=float(chi2.sf(q, k - 1)) if k > 1 else float("nan"),
+                       worst=max(abs(r - r_bar) / e for r, e in rel))
 
 
 def joint_line(j: JointOffset) -> str:
@@ -135,7 +145,8 @@ def joint_line(j: JointOffset) -> str:
     return (f"{j.cells} cells: {j.within_2} with |z| <= 2, {j.positive} with z > 0 (sign test p = {j.sign_p:.2g}); "
             f"mean z {j.mean_z:+.2f} +- {1 / math.sqrt(j.cells):.2f}; sum z^2 = {j.chi2:.1f} on {j.cells} degrees "
             f"of freedom (p = {j.chi2_p:.2g}); forced / GD - 1 = {100 * j.relative:+.1f}% +- "
-            f"{100 * j.relative_se:.1f}% (inverse-variance mean)")
+            f"{100 * j.relative_se:.1f}% (inverse-variance mean); about it Cochran's Q = {j.q:.1f} on {j.cells - 1} "
+            f"degrees of freedom (p = {j.q_p:.2g}), the farthest cell {j.worst:.1f} s.e. away")
 
 
 def table(d: int, out=OUT) -> tuple[list[str], list]:
