@@ -1,87 +1,187 @@
-"""Hessian after the first phase: DMFT + spectral engine versus finite-d GD.
+"""The Hessian after the first phase, at any width m: the d = inf prediction against finite-d GD's own matrices.
 
-For each case, GD restricted to the complement of theta_* runs for ``steps``
-at d = 1000 and 2000 (``SEEDS`` seeds each); the lowest eigenvalues of the full
-Hessian and the squared overlaps of their eigenvectors with theta_* are
-compared with the predicted left bulk edge and negative hard outlier (z*,
-overlap^2) from the DMFT law at the same step (thresholds.hessian).
+Three routes per case (activation, link, delta, eta, steps, m) and dimension d:
 
-    python -m validation.hessian_check              # runs, writes validation/reports/hessian/README.md
-    python -m validation.hessian_check mixed        # y = z1 + z2^2 (one easy direction): mixed.md
+  (a) the prediction of `thresholds nn --law dmft`: thresholds.evaluation.evaluate on the DMFT law (the paths of its
+      eq. (4); the plain quantities over data sets of n = delta d paths, thresholds.hessian eq. (5)) at the last
+      step: left bulk edge, lowest negative hard outlier z* with the overlap^2 of its eigenvector with the hard
+      subspace, the indicator I of thresholds.evaluation eq. (1), and the DMFT train loss;
+  (b) the same spectral engine (thresholds.hessian.spectra_of_law) on GD's own law: the n training samples
+      (u_i = Theta^T x_i, y_i, g_i) of each run of (c), one replica per run (validation.gd_law eq. (1));
+  (c) GD restricted to the complement of the hard subspace for ``steps`` steps at d (``--seeds`` runs), then the
+      lowest K = m + 3 eigenvalues of the scaled Hessian H = m Hess R (Lanczos, validation.simulate.hessian_probe)
+      and the squared overlaps of their eigenvectors with the hard subspace, summarised by
 
-For the link with an easy direction, GD is restricted to the complement of the hard direction
-(the easy one is learned) and overlaps are measured with the hard direction.
+          lambda_1 = the lowest eigenvalue,   lambda_H = the eigenvalue of the eigenvector with the largest
+          hard overlap o_H,   O_K = the hard overlaps summed over the K lowest                              (1)
+
+      (a width-m Hessian has up to m hard outliers, THEORY.md section 2, so O_K is the hard weight the outliers
+      carry together; at m = 1 lambda_H and o_H are the outlier's).
+
+(b) against (c) tests the engine alone (the same samples: d = inf equations against the finite-d matrix); (a)
+against (b) tests the first-phase law (the DMFT at d = inf against GD at d), and so does the train loss.  One
+record per GD run and one per prediction go to a JSONL file, so an interrupted run resumes; ``--summary`` prints
+the markdown tables.
+
+    python -m validation.hessian_check --cases m1 --out validation/reports/hessian/m1.jsonl
+    python -m validation.hessian_check --cases width --dims 1000,2000 --out validation/reports/hessian/width.jsonl
+    python -m validation.hessian_check --summary validation/reports/hessian/width.jsonl
+
+Cases: ``m1`` (quad delta 16, eta 0.05 and gelu delta 24, eta 0.1, phase retrieval, 50 and 400 steps), ``mixed``
+(gelu on y = z1 + z2^2, whose easy direction GD learns, overlaps with the hard one), ``width`` (quad, eta 0.05,
+600 steps, m = 2 at delta 4 and 12, m = 4 at delta 3 and 6: below and above delta_NN(600) = 8.01 and 4.44).
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+import time
 from pathlib import Path
 
 import numpy as np
 
-from thresholds.dmft import DMFTSetup
-from thresholds.hessian import hessian_spectrum
-from validation.gd_law import hessian_spectra_gd
+from thresholds.alg import latent_split
+from thresholds.catalog import get_link
+from thresholds.evaluation import evaluate, first_phase
+from thresholds.hessian import spectra_of_law
+from thresholds.laws import FirstPhaseLaw
+from thresholds.nn import NNSetup
+from thresholds.numbers import mean_se
+from thresholds.problem import Problem
+from validation import records
+from validation.gd_law import run_law
 from validation.simulate import GDSetup, hessian_probe, run_gd
 
 OUT = Path(__file__).parent / "reports" / "hessian"
-SEEDS = 4
-DIMS = (1000, 2000)
-# (activation, delta, eta, steps): transient window (outlier predicted) and horizon (none predicted)
-CASES = [("quad", 16.0, 0.05, 50), ("quad", 16.0, 0.05, 400), ("gelu", 24.0, 0.1, 50), ("gelu", 24.0, 0.1, 400)]
-LINK_CASES = {"phase_retrieval": CASES,
-              "mixed": [("gelu", 24.0, 0.1, 50), ("gelu", 24.0, 0.1, 400)]}
+SEED0 = 10_000   # GD run s has seed SEED0 + s
+# name -> [(activation, link, delta, eta, steps, m)]
+CASES = {
+    "m1": [("quad", "phase_retrieval", 16.0, 0.05, 50, 1), ("quad", "phase_retrieval", 16.0, 0.05, 400, 1),
+           ("gelu", "phase_retrieval", 24.0, 0.1, 50, 1), ("gelu", "phase_retrieval", 24.0, 0.1, 400, 1)],
+    "mixed": [("gelu", "mixed", 24.0, 0.1, 50, 1), ("gelu", "mixed", 24.0, 0.1, 400, 1)],
+    "width": [("quad", "phase_retrieval", 4.0, 0.05, 600, 2), ("quad", "phase_retrieval", 12.0, 0.05, 600, 2),
+              ("quad", "phase_retrieval", 3.0, 0.05, 600, 4), ("quad", "phase_retrieval", 6.0, 0.05, 600, 4)],
+}
+KEYS = ("activation", "link", "delta", "eta", "steps", "m", "d")
 
 
-def predicted(act, delta, eta, steps, law="dmft", link="phase_retrieval"):
-    """Prediction from the DMFT law (40000 paths, 4 replicas) or the finite-d GD law (d = 1000, 3 seeds)."""
-    setup = DMFTSetup(act, link, delta, eta, steps, paths=40_000, replicas=4 if law == "dmft" else 3)
-    h = hessian_spectrum(setup) if law == "dmft" else hessian_spectra_gd(setup, 1000)[steps]
-    left = [o for o in h.outliers if o["side"] == "left"]
-    return h, (left[0] if left else None)
+def _setup(case, d: int) -> NNSetup:
+    act, link, delta, eta, steps, m = case
+    return NNSetup.from_problem(Problem(act, link, eta=eta, steps=steps, m=m), law="dmft", law_d=d)
 
 
-def simulated(act, delta, eta, steps, d, seed, link="phase_retrieval"):
-    from thresholds.alg import latent_split
-    from thresholds.catalog import get_link
-    res = run_gd(GDSetup(act, link, delta, d, eta, steps, complement=True, seed=10_000 + seed, n_test=500))
-    X, y = res.data
-    return hessian_probe(X, y, res.theta, act, k=get_link(link).k, count=3, axes=latent_split(link).hard)["lowest"]
+def _outlier(spectrum) -> tuple[float, float]:
+    """(z*, overlap^2) of the lowest left hard outlier of a HessianSpectrum ((nan, nan): none located)."""
+    left = [o for o in spectrum.outliers if o["side"] == "left"]
+    return (left[0]["z"], left[0]["overlap2"]) if left else (math.nan, math.nan)
 
 
-def main(link="phase_retrieval"):
-    OUT.mkdir(parents=True, exist_ok=True)
-    target = "Noiseless phase retrieval" if link == "phase_retrieval" else f"Link {link}"
-    lines = ["# Hessian after the first phase: prediction versus finite-d GD", "",
-             f"{target}, a = 1, b = 0, rho0 = 1, no weight decay, GD restricted to the complement "
-             f"of the hard direction for `steps` steps, then the 3 lowest eigenvalues of the full Hessian (Lanczos) at d = "
-             f"{', '.join(map(str, DIMS))}, {SEEDS} seeds (mean +- s.e.).  Prediction: DMFT law at the same step "
-             "(40000 paths, 4 replicas) and the law of finite-d GD restricted to the complement (d = 1000, 3 "
-             "other seeds), both through the d = inf spectral equations.  `hard lambda` is the simulated "
-             "eigenvalue whose eigenvector has the largest overlap with the hard direction.", "",
-             "| sigma | delta | eta | steps | law | predicted left edge | predicted hard outlier z* (overlap^2) | d | "
-             "lowest eigenvalue | hard lambda (overlap^2) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    for act, delta, eta, steps in LINK_CASES[link]:
-        preds = {law: predicted(act, delta, eta, steps, law, link) for law in ("dmft", "gd")}
-        for law, (h, out) in preds.items():
-            pred_o = "none" if out is None else f"{out['z']:.3f} +- {out['z_err']:.3f} ({out['overlap2']:.2f})"
-            lines.append(f"| {act} | {delta:g} | {eta:g} | {steps} | {law} | {h.left_edge:.3f} +- "
-                         f"{h.left_edge_err:.3f} | {pred_o} | | | |")
-        for d in DIMS:
-            runs = [simulated(act, delta, eta, steps, d, s, link) for s in range(SEEDS)]
-            low = np.array([r[0][0] for r in runs])
-            best = [max(r, key=lambda vo: vo[1]) for r in runs]
-            hv = np.array([b[0] for b in best])
-            ho = np.array([b[1] for b in best])
-            se = (lambda v: v.std(ddof=1) / math.sqrt(v.size))
-            lines.append(f"| {act} | {delta:g} | {eta:g} | {steps} | GD, d = {d} | | | {d} | "
-                         f"{low.mean():.3f} +- {se(low):.3f} | {hv.mean():.3f} +- {se(hv):.3f} "
-                         f"({ho.mean():.2f} +- {se(ho):.2f}) |")
-            print(lines[-1], flush=True)
-    (OUT / ("README.md" if link == "phase_retrieval" else f"{link}.md")).write_text("\n".join(lines) + "\n")
+def predicted(case, d: int) -> dict:
+    """Route (a) for one case at dimension d."""
+    t0 = time.time()
+    setup = _setup(case, d)
+    delta = case[2]
+    ev = evaluate(setup, delta, outliers="final", final_only=True)
+    res = first_phase(setup, delta).result
+    return {"route": "predicted", **dict(zip(KEYS, (*case, d))), "edge": ev.left_edge[-1],
+            "edge_err": ev.left_edge_err[-1], "z": ev.outlier_z[-1], "z_err": ev.outlier_z_err[-1],
+            "overlap2": ev.overlap2[-1], "indicator": ev.indicator[-1], "indicator_err": ev.indicator_err[-1],
+            "train_loss": float(res.train_loss[-1]), "train_loss_err": float(res.train_loss_err[-1]),
+            "seconds": time.time() - t0}
+
+
+def simulated(case, d: int, seed: int) -> dict:
+    """Routes (b) and (c) for one GD run."""
+    act, link, delta, eta, steps, m = case
+    t0 = time.time()
+    setup = _setup(case, d)
+    run = run_gd(GDSetup.from_problem(setup.problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200,
+                                      test_loss=False), snapshots=[steps])
+    X, y = run.data
+    k = get_link(link).k
+    low = hessian_probe(X, y, run.theta, act, a=setup.a, b=setup.b, k=k, count=m + 3,
+                        axes=latent_split(link).hard)["lowest"]
+    dsetup = setup.dmft(delta)
+    own = spectra_of_law(dsetup, FirstPhaseLaw({steps: [run_law(run, dsetup, [steps])[steps]]}),
+                         outliers="final")[steps]
+    z, o2 = _outlier(own)
+    best = max(low, key=lambda vo: vo[1])
+    return {"route": "gd", **dict(zip(KEYS, (*case, d))), "seed": seed, "eigenvalues": [v for v, _ in low],
+            "overlaps": [o for _, o in low], "lambda_1": low[0][0], "lambda_H": best[0], "o_H": best[1],
+            "O_K": float(sum(o for _, o in low)), "train_loss": float(run.train_loss[-1]),
+            "own_edge": own.left_edge, "own_z": z, "own_overlap2": o2, "own_indicator": own.negative_indicator,
+            "seconds": time.time() - t0}
+
+
+def _key(rec) -> tuple:
+    return tuple(rec[k] for k in KEYS) + (rec["route"], rec.get("seed"))
+
+
+def run(cases, dims, seeds: int, out: Path, log=print):
+    """Every route for every case and d, skipping the records already in ``out``."""
+    done = {_key(r) for r in records.read(out)} if out.exists() else set()
+    for case in cases:
+        for d in dims:
+            if _key({**dict(zip(KEYS, (*case, d))), "route": "predicted"}) not in done:
+                records.append(out, predicted(case, d))
+                log(f"{case} d = {d}: predicted")
+            for s in range(seeds):
+                if _key({**dict(zip(KEYS, (*case, d))), "route": "gd", "seed": s}) not in done:
+                    records.append(out, simulated(case, d, s))
+                    log(f"{case} d = {d}: GD run {s}")
+
+
+def _pm(values, fmt=".4f") -> str:
+    v = [x for x in values if np.isfinite(x)]
+    if not v:
+        return "none"
+    m, se = mean_se(v)
+    return (f"{m:{fmt}} +- {se:{fmt.lstrip('+')}}"
+            + (f" ({len(v)} of {len(values)})" if len(v) < len(values) else ""))
+
+
+def summary(rows: list) -> list[str]:
+    """Markdown: per case and d, route (a) and the means +- s.e. over the GD runs of routes (b) and (c)."""
+    lines = ["| case | d | route | left edge | lowest hard outlier z* (overlap^2) | I | lambda_1 | lambda_H (o_H) | "
+             "O_K | train loss |", "|---|---|---|---|---|---|---|---|---|---|"]
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    for key in sorted(groups, key=lambda k: (k[5], k[0], k[1], k[4], k[2], k[6])):
+        act, link, delta, eta, steps, m, d = key
+        name = f"{act}, {link}, m = {m}, delta {delta:g}, eta {eta:g}, {steps} steps"
+        for p in (r for r in groups[key] if r["route"] == "predicted"):
+            z = "none" if not np.isfinite(p["z"]) else f"{p['z']:.4f} +- {p['z_err']:.4f} ({p['overlap2']:.2f})"
+            lines.append(f"| {name} | {d} | (a) DMFT law | {p['edge']:.4f} +- {p['edge_err']:.4f} | {z} | "
+                         f"{p['indicator']:+.4f} +- {p['indicator_err']:.4f} | | | | "
+                         f"{p['train_loss']:.4g} +- {p['train_loss_err']:.2g} |")
+        gd = [r for r in groups[key] if r["route"] == "gd"]
+        if gd:
+            lines.append(f"| {name} | {d} | (b) GD's own law, {len(gd)} runs | {_pm([r['own_edge'] for r in gd])} | "
+                         f"{_pm([r['own_z'] for r in gd])} ({_pm([r['own_overlap2'] for r in gd], '.2f')}) | "
+                         f"{_pm([r['own_indicator'] for r in gd], '+.4f')} | | | | |")
+            lines.append(f"| {name} | {d} | (c) GD's Hessian, {len(gd)} runs | | | | {_pm([r['lambda_1'] for r in gd])} "
+                         f"| {_pm([r['lambda_H'] for r in gd])} ({_pm([r['o_H'] for r in gd], '.2f')}) | "
+                         f"{_pm([r['O_K'] for r in gd], '.2f')} | {_pm([r['train_loss'] for r in gd], '.4g')} |")
+    return lines
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cases", choices=sorted(CASES), default="m1")
+    ap.add_argument("--dims", default="1000,2000")
+    ap.add_argument("--seeds", type=int, default=4, help="GD runs per case and d")
+    ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
+    ap.add_argument("--summary", type=Path, help="print the tables of a records file and stop")
+    args = ap.parse_args(argv)
+    if args.summary:
+        print("\n".join(summary(records.read(args.summary))))
+        return
+    out = args.out or OUT / f"{args.cases}.jsonl"
+    run(CASES[args.cases], [int(v) for v in args.dims.split(",")], args.seeds, out)
+    print("\n".join(summary(records.read(out))))
 
 
 if __name__ == "__main__":
-    import sys
-    main(*sys.argv[1:2])
+    main()
