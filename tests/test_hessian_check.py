@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 import numpy as np
 
 from validation import hessian_check as hc
@@ -49,3 +51,5 @@ def test_run_resumes_from_its_records_and_the_summary_lists_every_route(tmp_path
     assert sum("(c) GD's Hessian, 3 runs" in line for line in table) == 2
     assert any("-0.2100 +- 0.0000 (1 of 3)" in line for line in table)   # runs without an outlier are counted
     assert np.isfinite(hc.records.read(out)[0]["edge"])
+    assert hc.weighted_mean({"eigenvalues": [-0.3, -0.1, 0.2], "overlaps": [0.2, 0.6, 0.0]}) == \
+        pytest.approx((-0.06 - 0.06) / 0.8)

@@ -13,10 +13,14 @@ Three routes per case (activation, link, delta, eta, steps, m) and dimension d:
       and the squared overlaps of their eigenvectors with the hard subspace, summarised by
 
           lambda_1 = the lowest eigenvalue,   lambda_H = the eigenvalue of the eigenvector with the largest
-          hard overlap o_H,   O_K = the hard overlaps summed over the K lowest                              (1)
+          hard overlap o_H,   O_K = the hard overlaps summed over the K lowest,
+          lambda_w = sum_k o_k lambda_k / O_K, their overlap-weighted mean                                 (1)
 
-      (a width-m Hessian has up to m hard outliers, THEORY.md section 2, so O_K is the hard weight the outliers
-      carry together; at m = 1 lambda_H and o_H are the outlier's).
+      (a width-m Hessian has up to m hard outliers, THEORY.md section 2: with exchangeable neurons one of the
+      neurons' common mode and m - 1 degenerate ones, stieltjes_m eq. (7), which finite d splits by O(d^-1/2), so
+      the lowest of a split multiplet lies below its d = inf place and lambda_w, its centre, is the comparison for
+      z*; O_K is the hard weight the outliers carry together, m overlap^2 for m outliers at one place; at m = 1
+      lambda_H and o_H are the outlier's).
 
 (b) against (c) tests the engine alone (the same samples: d = inf equations against the finite-d matrix); (a)
 against (b) tests the first-phase law (the DMFT at d = inf against GD at d), and so does the train loss.  One
@@ -103,15 +107,33 @@ def simulated(case, d: int, seed: int) -> dict:
     low = hessian_probe(X, y, run.theta, act, a=setup.a, b=setup.b, k=k, count=m + 3,
                         axes=latent_split(link).hard)["lowest"]
     dsetup = setup.dmft(delta)
-    own = spectra_of_law(dsetup, FirstPhaseLaw({steps: [run_law(run, dsetup, [steps])[steps]]}),
-                         outliers="final")[steps]
+    law = run_law(run, dsetup, [steps])[steps]
+    own = spectra_of_law(dsetup, FirstPhaseLaw({steps: [law]}), outliers="final")[steps]
     z, o2 = _outlier(own)
+    every = [(z, o2)] if math.isfinite(z) else []
+    if m > 1:   # every hard outlier of the full m x m equations on the same (not exchangeable) samples
+        from thresholds.hessian import hessian_weight_m
+        from thresholds.stieltjes import spike_weight
+        from thresholds.stieltjes_m import MatrixLaw, hard_outliers, left_edge
+        full = MatrixLaw(hessian_weight_m(act, setup.a, setup.b, law.u, law.y), spike_weight(law.g), law.w)
+        edge = left_edge(full, delta)
+        every = hard_outliers(full, delta, edge)
+        rec_full = {"full_edge": edge.z}
+    else:
+        rec_full = {"full_edge": own.left_edge}
     best = max(low, key=lambda vo: vo[1])
     return {"route": "gd", **dict(zip(KEYS, (*case, d))), "seed": seed, "eigenvalues": [v for v, _ in low],
             "overlaps": [o for _, o in low], "lambda_1": low[0][0], "lambda_H": best[0], "o_H": best[1],
             "O_K": float(sum(o for _, o in low)), "train_loss": float(run.train_loss[-1]),
             "own_edge": own.left_edge, "own_z": z, "own_overlap2": o2, "own_indicator": own.negative_indicator,
+            "own_outliers": [[float(v), float(o)] for v, o in every], **rec_full,
             "seconds": time.time() - t0}
+
+
+def weighted_mean(rec) -> float:
+    """lambda_w of eq. (1) for one GD record."""
+    o = np.asarray(rec["overlaps"], dtype=float)
+    return float(o @ np.asarray(rec["eigenvalues"], dtype=float) / o.sum()) if o.sum() > 0 else math.nan
 
 
 def _key(rec) -> tuple:
@@ -144,7 +166,7 @@ def _pm(values, fmt=".4f") -> str:
 def summary(rows: list) -> list[str]:
     """Markdown: per case and d, route (a) and the means +- s.e. over the GD runs of routes (b) and (c)."""
     lines = ["| case | d | route | left edge | lowest hard outlier z* (overlap^2) | I | lambda_1 | lambda_H (o_H) | "
-             "O_K | train loss |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "lambda_w | O_K | train loss |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     groups = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
@@ -154,16 +176,16 @@ def summary(rows: list) -> list[str]:
         for p in (r for r in groups[key] if r["route"] == "predicted"):
             z = "none" if not np.isfinite(p["z"]) else f"{p['z']:.4f} +- {p['z_err']:.4f} ({p['overlap2']:.2f})"
             lines.append(f"| {name} | {d} | (a) DMFT law | {p['edge']:.4f} +- {p['edge_err']:.4f} | {z} | "
-                         f"{p['indicator']:+.4f} +- {p['indicator_err']:.4f} | | | | "
+                         f"{p['indicator']:+.4f} +- {p['indicator_err']:.4f} | | | | | "
                          f"{p['train_loss']:.4g} +- {p['train_loss_err']:.2g} |")
         gd = [r for r in groups[key] if r["route"] == "gd"]
         if gd:
             lines.append(f"| {name} | {d} | (b) GD's own law, {len(gd)} runs | {_pm([r['own_edge'] for r in gd])} | "
                          f"{_pm([r['own_z'] for r in gd])} ({_pm([r['own_overlap2'] for r in gd], '.2f')}) | "
-                         f"{_pm([r['own_indicator'] for r in gd], '+.4f')} | | | | |")
+                         f"{_pm([r['own_indicator'] for r in gd], '+.4f')} | | | | | |")
             lines.append(f"| {name} | {d} | (c) GD's Hessian, {len(gd)} runs | | | | {_pm([r['lambda_1'] for r in gd])} "
                          f"| {_pm([r['lambda_H'] for r in gd])} ({_pm([r['o_H'] for r in gd], '.2f')}) | "
-                         f"{_pm([r['O_K'] for r in gd], '.2f')} | {_pm([r['train_loss'] for r in gd], '.4g')} |")
+                         f"{_pm([weighted_mean(r) for r in gd])} | {_pm([r['O_K'] for r in gd], '.2f')} | {_pm([r['train_loss'] for r in gd], '.4g')} |")
     return lines
 
 
