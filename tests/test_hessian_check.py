@@ -51,5 +51,12 @@ def test_run_resumes_from_its_records_and_the_summary_lists_every_route(tmp_path
     assert sum("(c) GD's Hessian, 3 runs" in line for line in table) == 2
     assert any("-0.2100 +- 0.0000 (1 of 3)" in line for line in table)   # runs without an outlier are counted
     assert np.isfinite(hc.records.read(out)[0]["edge"])
+    rows = hc.records.read(out)
+    for r in rows:
+        r["own_outliers"], r["full_edge"] = [[-0.21, 0.3], [-0.15, 0.2]][: 1 + r.get("seed", 0) % 2], -0.1
+    multi = hc.multiplets(rows)
+    assert any("| 1 | -0.2100 +- 0.0000 (0.30 +- 0.00) | -0.2000 +- 0.0000" in line for line in multi)
+    assert any("| 2 | -0.1500 +- 0.0000 (0.20 +- 0.00) | -0.1000" in line and line.endswith("| 1 |")
+               for line in multi)   # at d = 100 only seed 1 of 0-2 has a second outlier
     assert hc.weighted_mean({"eigenvalues": [-0.3, -0.1, 0.2], "overlaps": [0.2, 0.6, 0.0]}) == \
         pytest.approx((-0.06 - 0.06) / 0.8)

@@ -189,6 +189,33 @@ def summary(rows: list) -> list[str]:
     return lines
 
 
+def multiplets(rows: list) -> list[str]:
+    """Markdown, width m > 1: the k-th hard outlier of the full m x m equations on each run's own samples against
+    the k-th lowest eigenvalue of the same run's Hessian (mean +- s.e. over the runs that have a k-th outlier),
+    with their overlaps^2, and the full equations' left edge against the (k+1)-th eigenvalue past the outliers."""
+    lines = ["| case | d | k | engine, full m x m on the run's samples: z_k (overlap^2) | GD's Hessian: lambda_k "
+             "(overlap^2) | runs |", "|---|---|---|---|---|---|"]
+    groups = {}
+    for r in rows:
+        if r["route"] == "gd" and r["m"] > 1 and "own_outliers" in r:
+            groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    for key in sorted(groups, key=lambda k: (k[5], k[0], k[4], k[2], k[6])):
+        act, link, delta, eta, steps, m, d = key
+        runs = groups[key]
+        name = f"{act}, m = {m}, delta {delta:g}"
+        for k in range(max(len(r["own_outliers"]) for r in runs)):
+            have = [r for r in runs if len(r["own_outliers"]) > k]
+            lines.append(f"| {name} | {d} | {k + 1} | {_pm([r['own_outliers'][k][0] for r in have])} "
+                         f"({_pm([r['own_outliers'][k][1] for r in have], '.2f')}) | "
+                         f"{_pm([r['eigenvalues'][k] for r in have])} ({_pm([r['overlaps'][k] for r in have], '.2f')})"
+                         f" | {len(have)} |")
+        j = [len(r["own_outliers"]) for r in runs]
+        lines.append(f"| {name} | {d} | edge | {_pm([r['full_edge'] for r in runs])} | next eigenvalue "
+                     f"{_pm([r['eigenvalues'][min(n, len(r['eigenvalues']) - 1)] for n, r in zip(j, runs)])} | "
+                     f"{len(runs)} |")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", choices=sorted(CASES), default="m1")
@@ -197,12 +224,13 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
     ap.add_argument("--summary", type=Path, help="print the tables of a records file and stop")
     args = ap.parse_args(argv)
-    if args.summary:
-        print("\n".join(summary(records.read(args.summary))))
-        return
-    out = args.out or OUT / f"{args.cases}.jsonl"
-    run(CASES[args.cases], [int(v) for v in args.dims.split(",")], args.seeds, out)
-    print("\n".join(summary(records.read(out))))
+    out = args.summary or args.out or OUT / f"{args.cases}.jsonl"
+    if not args.summary:
+        run(CASES[args.cases], [int(v) for v in args.dims.split(",")], args.seeds, out)
+    rows = records.read(out)
+    print("\n".join(summary(rows)))
+    if any(r.get("m", 1) > 1 for r in rows):
+        print("\n" + "\n".join(multiplets(rows)))
 
 
 if __name__ == "__main__":
