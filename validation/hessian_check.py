@@ -33,7 +33,8 @@ the markdown tables.
 
 Cases: ``m1`` (quad delta 16, eta 0.05 and gelu delta 24, eta 0.1, phase retrieval, 50 and 400 steps), ``mixed``
 (gelu on y = z1 + z2^2, whose easy direction GD learns, overlaps with the hard one), ``width`` (quad, eta 0.05,
-600 steps, m = 2 at delta 4 and 12, m = 4 at delta 3 and 6: below and above delta_NN(600) = 8.01 and 4.44).
+600 steps, m = 2 at delta 4 and 12, m = 4 at delta 3 and 6: below and above delta_NN(600) = 8.01 and 4.44), ``m8``
+(the same at m = 8, delta 2.5 and 4, above delta_NN(600) = 1.94: the outliers near the bulk edge).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ CASES = {
     "mixed": [("gelu", "mixed", 24.0, 0.1, 50, 1), ("gelu", "mixed", 24.0, 0.1, 400, 1)],
     "width": [("quad", "phase_retrieval", 4.0, 0.05, 600, 2), ("quad", "phase_retrieval", 12.0, 0.05, 600, 2),
               ("quad", "phase_retrieval", 3.0, 0.05, 600, 4), ("quad", "phase_retrieval", 6.0, 0.05, 600, 4)],
+    "m8": [("quad", "phase_retrieval", 2.5, 0.05, 600, 8), ("quad", "phase_retrieval", 4.0, 0.05, 600, 8)],
 }
 KEYS = ("activation", "link", "delta", "eta", "steps", "m", "d")
 
