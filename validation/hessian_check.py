@@ -7,7 +7,9 @@ Three routes per case (activation, link, delta, eta, steps, m) and dimension d:
       step: left bulk edge, lowest negative hard outlier z* with the overlap^2 of its eigenvector with the hard
       subspace, the indicator I of thresholds.evaluation eq. (1), and the DMFT train loss;
   (b) the same spectral engine (thresholds.hessian.spectra_of_law) on GD's own law: the n training samples
-      (u_i = Theta^T x_i, y_i, g_i) of each run of (c), one replica per run (validation.gd_law eq. (1));
+      (u_i = Theta^T x_i, y_i, g_i) of each run of (c), one replica per run (validation.gd_law eq. (1)); at m > 1
+      also every hard outlier of the full m x m equations on those samples (thresholds.stieltjes_m.hard_outliers:
+      a finite-d law is not exchangeable, so its multiplets are split as the matrix's are);
   (c) GD restricted to the complement of the hard subspace for ``steps`` steps at d (``--seeds`` runs), then the
       lowest K = m + 3 eigenvalues of the scaled Hessian H = m Hess R (Lanczos, validation.simulate.hessian_probe)
       and the squared overlaps of their eigenvectors with the hard subspace, summarised by
@@ -49,11 +51,13 @@ import numpy as np
 from thresholds.alg import latent_split
 from thresholds.catalog import get_link
 from thresholds.evaluation import evaluate, first_phase
-from thresholds.hessian import spectra_of_law
+from thresholds.hessian import hessian_weight_m, spectra_of_law
 from thresholds.laws import FirstPhaseLaw
 from thresholds.nn import NNSetup
 from thresholds.numbers import mean_se
 from thresholds.problem import Problem
+from thresholds.stieltjes import spike_weight
+from thresholds.stieltjes_m import MatrixLaw, hard_outliers, left_edge
 from validation import records
 from validation.gd_law import run_law
 from validation.simulate import GDSetup, hessian_probe, run_gd
@@ -114,9 +118,6 @@ def simulated(case, d: int, seed: int) -> dict:
     z, o2 = _outlier(own)
     every = [(z, o2)] if math.isfinite(z) else []
     if m > 1:   # every hard outlier of the full m x m equations on the same (not exchangeable) samples
-        from thresholds.hessian import hessian_weight_m
-        from thresholds.stieltjes import spike_weight
-        from thresholds.stieltjes_m import MatrixLaw, hard_outliers, left_edge
         full = MatrixLaw(hessian_weight_m(act, setup.a, setup.b, law.u, law.y), spike_weight(law.g), law.w)
         edge = left_edge(full, delta)
         every = hard_outliers(full, delta, edge)
