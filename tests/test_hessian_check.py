@@ -58,5 +58,8 @@ def test_run_resumes_from_its_records_and_the_summary_lists_every_route(tmp_path
     assert any("| 1 | -0.2100 +- 0.0000 (0.30 +- 0.00) | -0.2000 +- 0.0000" in line for line in multi)
     assert any("| 2 | -0.1500 +- 0.0000 (0.20 +- 0.00) | -0.1000" in line and line.endswith("| 1 |")
                for line in multi)   # at d = 100 only seed 1 of 0-2 has a second outlier
+    orbiting = dict(rows[-1], period_two=True, seed=9, lambda_1=-4.0)   # a run in a period-2 orbit is left out
+    assert not any("-4.0000" in line for line in hc.summary(rows + [orbiting]))
+    assert "period-2 orbit, left out" in hc.summary(rows + [orbiting])[-1]
     assert hc.weighted_mean({"eigenvalues": [-0.3, -0.1, 0.2], "overlaps": [0.2, 0.6, 0.0]}) == \
         pytest.approx((-0.06 - 0.06) / 0.8)

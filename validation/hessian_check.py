@@ -25,7 +25,10 @@ Three routes per case (activation, link, delta, eta, steps, m) and dimension d:
       lambda_H and o_H are the outlier's).
 
 (b) against (c) tests the engine alone (the same samples: d = inf equations against the finite-d matrix); (a)
-against (b) tests the first-phase law (the DMFT at d = inf against GD at d), and so does the train loss.  One
+against (b) tests the first-phase law (the DMFT at d = inf against GD at d), and so does the train loss.  A GD
+run whose first phase ends in a period-2 orbit (thresholds.dmft eq. (10): one sample past its own step's stability
+limit, whose residual puts m eigenvalues far below the bulk) is recorded with ``period_two`` and left out of the
+tables, as thresholds.evaluation eq. (3) leaves such DMFT replicas out (records without the field predate it).  One
 record per GD run and one per prediction go to a JSONL file, so an interrupted run resumes; ``--summary`` prints
 the markdown tables.
 
@@ -50,6 +53,7 @@ import numpy as np
 
 from thresholds.alg import latent_split
 from thresholds.catalog import get_link
+from thresholds.dmft import period_two_orbit
 from thresholds.evaluation import evaluate, first_phase
 from thresholds.hessian import hessian_weight_m, spectra_of_law
 from thresholds.laws import FirstPhaseLaw
@@ -130,6 +134,7 @@ def simulated(case, d: int, seed: int) -> dict:
             "O_K": float(sum(o for _, o in low)), "train_loss": float(run.train_loss[-1]),
             "own_edge": own.left_edge, "own_z": z, "own_overlap2": o2, "own_indicator": own.negative_indicator,
             "own_outliers": [[float(v), float(o)] for v, o in every], **rec_full,
+            "period_two": bool(period_two_orbit(run.train_loss)),
             "seconds": time.time() - t0}
 
 
@@ -173,6 +178,8 @@ def summary(rows: list) -> list[str]:
     groups = {}
     for r in rows:
         groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    orbits = [(key, sum(bool(r.get("period_two")) for r in g)) for key, g in groups.items()]
+    groups = {key: [r for r in g if not r.get("period_two")] for key, g in groups.items()}
     for key in sorted(groups, key=lambda k: (k[5], k[0], k[1], k[4], k[2], k[6])):
         act, link, delta, eta, steps, m, d = key
         name = f"{act}, {link}, m = {m}, delta {delta:g}, eta {eta:g}, {steps} steps"
@@ -189,6 +196,9 @@ def summary(rows: list) -> list[str]:
             lines.append(f"| {name} | {d} | (c) GD's Hessian, {len(gd)} runs | | | | {_pm([r['lambda_1'] for r in gd])} "
                          f"| {_pm([r['lambda_H'] for r in gd])} ({_pm([r['o_H'] for r in gd], '.2f')}) | "
                          f"{_pm([weighted_mean(r) for r in gd])} | {_pm([r['O_K'] for r in gd], '.2f')} | {_pm([r['train_loss'] for r in gd], '.4g')} |")
+    left_out = [f"{key[0]} m = {key[5]} delta {key[2]:g} d = {key[6]}: {k}" for key, k in orbits if k]
+    if left_out:
+        lines += ["", "GD runs in a period-2 orbit, left out: " + "; ".join(left_out)]
     return lines
 
 
@@ -200,7 +210,7 @@ def multiplets(rows: list) -> list[str]:
              "(overlap^2) | runs |", "|---|---|---|---|---|---|"]
     groups = {}
     for r in rows:
-        if r["route"] == "gd" and r["m"] > 1 and "own_outliers" in r:
+        if r["route"] == "gd" and r["m"] > 1 and "own_outliers" in r and not r.get("period_two"):
             groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
     for key in sorted(groups, key=lambda k: (k[5], k[0], k[4], k[2], k[6])):
         act, link, delta, eta, steps, m, d = key
