@@ -90,13 +90,19 @@ def setup_crossings(act: str, eta: float, m: int, out=OUT) -> tuple[dict, dict]:
     return forced, gd
 
 
-def cells(d: int, out=OUT) -> list:
-    """((activation, eta, m), forced (crossing, s.e.) or None, GD (crossing, s.e.) or None) at d, per setup."""
+def cells(dims, out=OUT) -> list:
+    """((activation, eta, m), forced (crossing, s.e.) or None, GD (crossing, s.e.) or None) per setup and d of
+    ``dims`` (each setup's records read once)."""
     rows = []
     for act, eta, m in GD:
         forced, gd = setup_crossings(act, eta, m, out)
-        rows.append(((act, eta, m), forced.get(d), gd.get(d)))
+        rows += [((act, eta, m), forced.get(d), gd.get(d)) for d in dims]
     return rows
+
+
+def _z(f, g) -> float:
+    """(forced - GD) / combined s.e. of one cell's two (crossing, s.e.) pairs."""
+    return (f[0] - g[0]) / math.hypot(f[1], g[1])
 
 
 @dataclass(frozen=True)
@@ -126,7 +132,7 @@ def joint_offset(pairs) -> JointOffset:
     pairs = [(f, g) for f, g in pairs if f and g]
     if not pairs:
         raise ValueError("no cell holds both a forced and a GD crossing")
-    z = [(f[0] - g[0]) / math.hypot(f[1], g[1]) for f, g in pairs]
+    z = [_z(f, g) for f, g in pairs]
     k, pos = len(z), sum(v > 0 for v in z)
     rel = [((f[0] - g[0]) / g[0], math.hypot(f[1], g[1]) / g[0]) for f, g in pairs]
     w = [1 / e**2 for _, e in rel]
@@ -153,9 +159,9 @@ def table(d: int, out=OUT) -> tuple[list[str], list]:
     """Markdown lines (crossings per (activation, m) at d) and the figure's series."""
     lines = ["| activation, eta | m | forced DMFT crossing | GD crossing | z |", "|---|---|---|---|---|"]
     series = {}
-    for (act, eta, m), f, g in cells(d, out):
+    for (act, eta, m), f, g in cells([d], out):
         text = [f"{v:.2f} +- {e:.2f}" if v is not None else "-" for v, e in (f or (None, None), g or (None, None))]
-        z = f"{(f[0] - g[0]) / math.hypot(f[1], g[1]):+.1f}" if f and g else ""
+        z = f"{_z(f, g):+.1f}" if f and g else ""
         lines.append(f"| {act}, {eta:g} | {m} | {text[0]} | {text[1]} | {z} |")
         label = f"{act}, eta {eta:g}"
         fs, gs = series.setdefault(label, ([], []))
@@ -286,8 +292,9 @@ def main(argv=None):
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
     joint_dims = [int(v) for v in args.joint.split(",")] if args.joint else [args.d]
-    print(f"\nd = {', '.join(map(str, joint_dims))}: "
-          + joint_line(joint_offset([(f, g) for d in joint_dims for _, f, g in cells(d, args.out)])))
+    pairs = [(f, g) for _, f, g in cells(joint_dims, args.out) if f and g]
+    if pairs:
+        print(f"\nd = {', '.join(map(str, joint_dims))}: " + joint_line(joint_offset(pairs)))
     if args.points:
         for (act, eta, m), reports in GD.items():
             rows = rows_by_d(act, eta, m, args.out).get(args.d)   # the records the crossings use

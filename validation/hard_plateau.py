@@ -18,6 +18,7 @@ import math
 import click
 import numpy as np
 
+from thresholds.numbers import mean_se
 from thresholds.problem import Problem
 from validation import trials
 from validation.threshold import _trial_seed, horizon
@@ -54,8 +55,9 @@ def main(activation, link, eta, m, dims, deltas, count, t0, c, seed):
                 print(f"| {d} | {delta:g} | {horizon(d, eta, t0, c)} | 0 | - | - | - | {1 / d:.4f} |")
                 continue
             q = np.percentile(f, [25, 50, 75])
-            se = f.std(ddof=1) / math.sqrt(f.size) if f.size > 1 else math.nan
-            print(f"| {d} | {delta:g} | {horizon(d, eta, t0, c)} | {f.size} | {f.mean():.3f} | {se:.3f} | "
+            mean, se = mean_se(f)
+            se = se if f.size > 1 else math.nan   # one trial: no spread to state
+            print(f"| {d} | {delta:g} | {horizon(d, eta, t0, c)} | {f.size} | {mean:.3f} | {se:.3f} | "
                   f"{q[0]:.3f} / {q[1]:.3f} / {q[2]:.3f} | {1 / d:.4f} |")
 
 

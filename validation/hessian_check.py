@@ -96,8 +96,9 @@ def predicted(case, d: int) -> dict:
     t0 = time.time()
     setup = _setup(case, d)
     delta = case[2]
-    ev = evaluate(setup, delta, outliers="final", final_only=True)
-    res = first_phase(setup, delta).result
+    run = first_phase(setup, delta)   # read (or run) once: the evaluation takes it, the train loss is its result's
+    ev = evaluate(setup, delta, outliers="final", final_only=True, run=run)
+    res = run.result
     return {"route": "predicted", **dict(zip(KEYS, (*case, d))), "edge": ev.left_edge[-1],
             "edge_err": ev.left_edge_err[-1], "z": ev.outlier_z[-1], "z_err": ev.outlier_z_err[-1],
             "overlap2": ev.overlap2[-1], "indicator": ev.indicator[-1], "indicator_err": ev.indicator_err[-1],
