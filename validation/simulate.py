@@ -320,49 +320,63 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
 def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600, axes=None):
     """Extreme eigenvalues of the scaled Hessian H = m Hess R at Theta (d x m; a vector for m = 1)
     and the squared overlaps of their eigenvectors with the latent subspace (first k axes), or with
-    the subspace spanned by the rows of ``axes`` (r x k, in the latent coordinates) when given.
+    the subspace spanned by the rows of ``axes`` (r x k, in the latent coordinates) when given:
+    :func:`hessian_spectrum` at the pre-activations X Theta."""
+    Theta = np.asarray(theta, dtype=float)
+    Theta = Theta[:, None] if Theta.ndim == 1 else Theta
+    return hessian_spectrum(X, y, X @ Theta, activation, a=a, b=b, k=k, count=count, dense_below=dense_below,
+                            axes=axes)
+
+
+def hessian_spectrum(X, y, U, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600, axes=None):
+    """:func:`hessian_probe` from the pre-activations U = X Theta (n x m, without the biases), as
+    ``run_gd(..., snapshots=...)`` keeps them.
 
     THEORY.md section 2: H = (1/n) sum_i W_i (x) x_i x_i^T with
     W_jk = (a_j a_k / m) sigma'_j sigma'_k - 1[j=k] (y - f) a_j sigma''_j, f = (1/m) sum_j a_j sigma_j;
     for m = 1, W = G = a^2 sigma'^2 - (y - a sigma) a sigma''.  Lanczos (``eigsh``) on the
-    matrix-free product (H V)_j = X^T sum_k W_jk * (X V_k) / n; dense ``eigh`` when d m < ``dense_below``.
-    ``a`` and ``b`` are scalars or length-m arrays.  Returns {"lowest": [(value, overlap2)...],
-    "highest": [...]} with the overlap summed over the m blocks.
+    matrix-free product (H V)_j = X^T sum_k W_jk * (X V_k) / n; when d m < ``dense_below`` the matrix itself,
+    block (j, k) = X^T diag(W_jk) X / n, and ``eigh``.  ``a`` and ``b`` are scalars or length-m arrays.  Returns
+    {"lowest": [(value, overlap2)...], "highest": [...]} with the overlap summed over the m blocks, and with the
+    dense route also "negative", the number of negative eigenvalues.
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
     act = get_activation(activation)
     s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)  # vectorized; sigma'' refused for relu-like
-    Theta = np.asarray(theta, dtype=float)
-    Theta = Theta[:, None] if Theta.ndim == 1 else Theta
+    X = np.asarray(X, dtype=float)
     n, d = X.shape
-    m = Theta.shape[1]
+    m = U.shape[1]
     a = np.broadcast_to(np.asarray(a, dtype=float), (m,))
     b = np.broadcast_to(np.asarray(b, dtype=float), (m,))
-    U = X @ Theta + b                       # (n, m)
+    U = np.asarray(U, dtype=float) + b       # (n, m)
     d1, d2 = s1(U), s2(U)
     f = np.mean(a * s0(U), axis=1)
     W = np.einsum("j,k,nj,nk->njk", a, a, d1, d1) / m
     W[:, np.arange(m), np.arange(m)] -= (y - f)[:, None] * a * d2
-
-    def matvec(v):
-        V = v.reshape(d, m)
-        P = X @ V                            # (n, m)
-        return (X.T @ np.einsum("njk,nk->nj", W, P) / n).reshape(-1)
-
+    out = {}
     if d * m < dense_below:
-        H = np.column_stack([matvec(e) for e in np.eye(d * m)])
-        vals, vecs = np.linalg.eigh(0.5 * (H + H.T))
+        H = np.empty((d, m, d, m))            # index (coordinate, neuron): v.reshape(d, m) as below
+        for j in range(m):
+            for l in range(j, m):
+                H[:, j, :, l] = X.T @ (W[:, j, l, None] * X) / n
+                H[:, l, :, j] = H[:, j, :, l].T
+        vals, vecs = np.linalg.eigh(H.reshape(d * m, d * m))
         lo, hi = (vals[:count], vecs[:, :count]), (vals[::-1][:count], vecs[:, ::-1][:, :count])
+        out["negative"] = int(np.sum(vals < 0))
     else:
+        def matvec(v):
+            V = v.reshape(d, m)
+            P = X @ V                            # (n, m)
+            return (X.T @ np.einsum("njk,nk->nj", W, P) / n).reshape(-1)
+
         op = LinearOperator((d * m, d * m), matvec=matvec, dtype=float)
         lo = eigsh(op, k=count, which="SA", tol=1e-8)
         hi = eigsh(op, k=count, which="LA", tol=1e-8)
         order_lo, order_hi = np.argsort(lo[0]), np.argsort(hi[0])[::-1]
         lo, hi = (lo[0][order_lo], lo[1][:, order_lo]), (hi[0][order_hi], hi[1][:, order_hi])
-    out = {}
+    P = np.eye(k) if axes is None else np.asarray(axes, dtype=float)
     for name, (vals, vecs) in (("lowest", lo), ("highest", hi)):
-        P = np.eye(k) if axes is None else np.asarray(axes, dtype=float)
         out[name] = [(float(v), float(np.sum((P @ vecs[:, j].reshape(d, m)[:k]) ** 2))) for j, v in enumerate(vals)]
     return out
 

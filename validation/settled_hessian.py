@@ -1,0 +1,208 @@
+"""GD's Hessian as the first phase settles: does the negative hard outlier stay, or vanish with the residuals?
+
+`thresholds nn` reads delta_NN(T) off the Hessian of the first phase at its horizon T (600 steps in the reports),
+and thresholds.escape eq. (2) assumes that a hard outlier present at T stays, so that GD escapes at every d.  Here
+GD restricted to the complement of the hard subspace (the first phase alone: validation.simulate, ``complement``)
+runs for T_max steps at finite d, and at the checkpoints t_1 < ... < t_K the whole spectrum of the scaled Hessian
+H = m Hess R (dense, validation.simulate.hessian_spectrum) gives
+
+    z_H(t)      = the lowest eigenvalue whose eigenvector has hard overlap^2 >= O_MIN, when negative       (1)
+    lambda_B(t) = the lowest eigenvalue with hard overlap^2 < O_MIN (the low end of the bulk)
+    L(t_k)      = eta sum_{j <= k} int_{t_{j-1}}^{t_j} |z_H(t)| dt,   |z_H| a power law t^{-p_j}
+                  between checkpoints, p_j = -log(z_H(t_j) / z_H(t_{j-1})) / log(t_j / t_{j-1})           (2)
+    R(t)        = eta |z_H(t)| t                                                                      (3)
+
+L is the log-growth of the hard component in the linearization about the first-phase trajectory (thresholds.escape
+eq. (1), with the decay inside each interval instead of a constant rate; from t_1 on: the growth before t_1 is
+not counted).  R is the log-growth still to come per e-fold of time at t: an outlier that stays (a settled first
+phase with z_H(inf) < 0) has R growing like t and escapes at every d; one that shrinks faster than 1 / t has
+R -> 0 and a finite L(inf) = L(t_K) + eta |z_H(t_K)| t_K / (p_K - 1) (the tail of eq. (2) past t_K, p_K > 1):
+the hard component grows by a bounded factor, and GD escapes only at d with log sqrt(d) below that growth (plus
+the sample forcing), never as d -> inf.
+
+That is what separates the widths of quad / phase retrieval (eta 0.05, reports/planted/width section 11): where
+the first phase interpolates (its train loss falls to 0 like a power law), every negative eigenvalue, the hard
+outliers' included, vanishes with the residuals; where it settles at a positive loss, the hard outliers stay.
+So delta_NN at d = inf and infinite horizon is not below the width's interpolation threshold, whatever
+delta_NN(600) says.  ``O_MIN`` = 0.05: below it an eigenvector is the bulk's (a bulk eigenvector's hard overlap
+is of order 1 / (d m) at these d; the outliers' are 0.2-0.9).
+
+    python -m validation.settled_hessian --m 16 --delta 2,4 --dims 200 --steps 600,3000,10000,30000 \\
+        --out validation/reports/planted/width/settled_hessian.jsonl
+    python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian.jsonl
+
+One record per GD run (all its checkpoints), appended as it ends, so an interrupted run resumes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+
+from thresholds.alg import latent_split
+from thresholds.catalog import get_link
+from thresholds.dmft import period_two_orbit
+from thresholds.errors import ThresholdsError
+from thresholds.numbers import mean_se
+from thresholds.problem import Problem
+from validation import records
+from validation.simulate import GDSetup, hessian_spectrum, run_gd
+
+O_MIN = 0.05         # eq. (1): the hard overlap^2 from which an eigenvector counts as a hard outlier's
+LOWEST = 40          # eigenvalues kept per checkpoint
+DENSE_MAX = 8000     # d m above which the dense spectrum is refused (memory and time of eigh)
+SEED0 = 20_000       # GD run s has seed SEED0 + s
+KEYS = ("activation", "link", "eta", "m", "delta", "d")
+
+
+def hard_outlier(eigenvalues, overlaps) -> tuple[float, float]:
+    """Eq. (1): (z_H, its overlap^2), or (nan, nan) when no negative eigenvalue carries O_MIN of hard weight."""
+    for v, o in zip(eigenvalues, overlaps):
+        if v >= 0:
+            break
+        if o >= O_MIN:
+            return float(v), float(o)
+    return math.nan, math.nan
+
+
+def bulk_low(eigenvalues, overlaps) -> float:
+    """lambda_B of eq. (1)."""
+    return next((float(v) for v, o in zip(eigenvalues, overlaps) if o < O_MIN), math.nan)
+
+
+def log_growth(steps, z, eta: float) -> tuple[np.ndarray, float]:
+    """Eq. (2): L(t_k) at each checkpoint (0 at t_1) for z_H at the checkpoints (nan: no outlier, no growth on
+    the intervals it ends or starts), and the tail past t_K, eta |z_H(t_K)| t_K / (p_K - 1) (inf when the last
+    exponent p_K <= 1, nan without an outlier at t_{K-1} and t_K)."""
+    t = np.asarray(steps, dtype=float)
+    r = np.abs(np.asarray(z, dtype=float))
+    L = np.zeros(t.size)
+    p = math.nan
+    for j in range(1, t.size):
+        inc = 0.0
+        if np.isfinite(r[j]) and np.isfinite(r[j - 1]) and r[j] > 0 and r[j - 1] > 0:
+            p = -math.log(r[j] / r[j - 1]) / math.log(t[j] / t[j - 1])
+            # int_{t0}^{t1} r0 (s / t0)^(-p) ds
+            inc = (r[j - 1] * t[j - 1] * math.log(t[j] / t[j - 1]) if abs(p - 1) < 1e-12
+                   else r[j - 1] * t[j - 1] / (1 - p) * ((t[j] / t[j - 1]) ** (1 - p) - 1))
+        else:
+            p = math.nan
+        L[j] = L[j - 1] + eta * inc
+    tail = math.nan if not np.isfinite(p) else (math.inf if p <= 1 else eta * r[-1] * t[-1] / (p - 1))
+    return L, tail
+
+
+def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, steps, seed: int) -> dict:
+    """One GD run restricted to the complement, with the spectrum at every checkpoint of ``steps``."""
+    if d * m > DENSE_MAX:
+        raise ThresholdsError(f"d m = {d * m} is above {DENSE_MAX}: the dense spectrum would not fit the time and "
+                              "memory of a check; use a smaller d")
+    t0 = time.time()
+    steps = sorted(int(s) for s in steps)
+    problem = Problem(activation, link, eta=eta, steps=steps[-1], m=m)
+    run = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200,
+                                      test_loss=False), snapshots=steps)
+    X, y = run.data
+    hard = latent_split(link).hard
+    k = get_link(link).k
+    points = []
+    for s in steps:
+        spec = hessian_spectrum(X, y, run.snapshots[s], activation, k=k, count=LOWEST, dense_below=math.inf,
+                                axes=hard)
+        vals, ovs = zip(*spec["lowest"])
+        z, o = hard_outlier(vals, ovs)
+        points.append({"step": s, "train_loss": float(run.train_loss[s]), "eigenvalues": list(vals),
+                       "overlaps": list(ovs), "negative": spec["negative"], "top": spec["highest"][0][0],
+                       "z_H": z, "overlap2": o, "lambda_B": bulk_low(vals, ovs)})
+    return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "points": points,
+            "period_two": bool(period_two_orbit(run.train_loss)), "seconds": time.time() - t0}
+
+
+def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Path, log=print):
+    """Every (m, delta, d, seed), skipping the runs already in ``out``."""
+    done = {(tuple(r[k] for k in KEYS), r["seed"]) for r in records.read(out)}
+    for m in widths:
+        for d in dims:
+            for delta in deltas:
+                key = (activation, link, eta, m, delta, d)
+                for s in range(seeds):
+                    if (key, s) not in done:
+                        records.append(out, run_one(activation, link, eta, m, delta, d, steps, s))
+                        log(f"m = {m}, delta {delta:g}, d = {d}: run {s}")
+
+
+def _pm(values, fmt) -> str:
+    v = [x for x in values if np.isfinite(x)]
+    if not v:
+        return "none"
+    mu, se = mean_se(v)
+    out = f"{mu:{fmt}}" + (f" +- {se:{fmt.lstrip('+')}}" if len(v) > 1 else "")
+    return out + (f" ({len(v)} of {len(values)})" if len(v) < len(values) else "")
+
+
+def summary(rows: list) -> list[str]:
+    """Markdown: per (m, delta, d), at each checkpoint the means +- s.e. over the runs of the train loss, z_H
+    (overlap^2), lambda_B, L and R (eqs. (1)-(3)), and the tail of L past the last checkpoint."""
+    lines = ["| setup | d | runs | step | train loss | z_H (overlap^2) | lambda_B | negative eigenvalues | L, eq. (2) | "
+             "R, eq. (3) |", "|---|---|---|---|---|---|---|---|---|---|"]
+    groups = {}
+    for r in rows:
+        groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    orbits = []
+    for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4])):
+        act, link, eta, m, delta, d = key
+        runs = [r for r in groups[key] if not r["period_two"]]
+        if len(runs) < len(groups[key]):
+            orbits.append(f"{act} m = {m} delta {delta:g} d = {d}: {len(groups[key]) - len(runs)}")
+        if not runs:
+            continue
+        steps = [p["step"] for p in runs[0]["points"]]
+        growth = [log_growth(steps, [p["z_H"] for p in r["points"]], eta) for r in runs]
+        for i, s in enumerate(steps):
+            pts = [r["points"][i] for r in runs]
+            lines.append(
+                f"| {act}, m = {m}, delta {delta:g}, eta {eta:g} | {d} | {len(runs)} | {s} | "
+                f"{_pm([p['train_loss'] for p in pts], '.3g')} | {_pm([p['z_H'] for p in pts], '.5f')} "
+                f"({_pm([p['overlap2'] for p in pts], '.2f')}) | {_pm([p['lambda_B'] for p in pts], '.5f')} | "
+                f"{_pm([p['negative'] for p in pts], '.0f')} | {_pm([g[0][i] for g in growth], '.2f')} | "
+                f"{_pm([eta * abs(p['z_H']) * s for p in pts], '.3g')} |")
+        tails = [g[1] for g in growth]
+        lines.append(f"| {act}, m = {m}, delta {delta:g}, eta {eta:g} | {d} | {len(runs)} | tail past {steps[-1]} | | | "
+                     f"| | {'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} | |")
+    if orbits:
+        lines += ["", "GD runs in a period-2 orbit, left out: " + "; ".join(orbits)]
+    return lines
+
+
+def _floats(text: str) -> list[float]:
+    return [float(v) for v in text.split(",")]
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-a", "--activation", default="quad")
+    ap.add_argument("-l", "--link", default="phase_retrieval")
+    ap.add_argument("--eta", type=float, default=0.05)
+    ap.add_argument("--m", default="16", help="widths, comma-separated")
+    ap.add_argument("--delta", default="2,4", help="sample ratios, comma-separated")
+    ap.add_argument("--dims", default="200", help="dimensions, comma-separated")
+    ap.add_argument("--steps", default="600,3000,10000,30000", help="checkpoints, comma-separated")
+    ap.add_argument("--seeds", type=int, default=2, help="GD runs per (m, delta, d)")
+    ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
+    ap.add_argument("--summary", type=Path, help="print the table of a records file and stop")
+    args = ap.parse_args(argv)
+    out = args.summary or args.out
+    if out is None:
+        ap.error("--out or --summary is required")
+    if not args.summary:
+        run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
+            [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, out)
+    print("\n".join(summary(records.read(out))))
+
+
+if __name__ == "__main__":
+    main()
