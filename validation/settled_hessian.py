@@ -28,8 +28,8 @@ delta_NN(600) says.  ``O_MIN`` = 0.05: below it an eigenvector is the bulk's (a 
 is of order 1 / (d m) at these d; the outliers' are 0.2-0.9).
 
     python -m validation.settled_hessian --m 16 --delta 2,4 --dims 200 --steps 600,3000,10000,30000 \\
-        --out validation/reports/planted/width/settled_hessian.jsonl
-    python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian.jsonl
+        --out validation/reports/planted/width/settled_hessian_m16.jsonl
+    python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian_m*.jsonl
 
 One record per GD run (all its checkpoints), appended as it ends, so an interrupted run resumes.
 """
@@ -193,15 +193,14 @@ def main(argv=None):
     ap.add_argument("--steps", default="600,3000,10000,30000", help="checkpoints, comma-separated")
     ap.add_argument("--seeds", type=int, default=2, help="GD runs per (m, delta, d)")
     ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
-    ap.add_argument("--summary", type=Path, help="print the table of a records file and stop")
+    ap.add_argument("--summary", type=Path, nargs="+", help="print the table of these records files and stop")
     args = ap.parse_args(argv)
-    out = args.summary or args.out
-    if out is None:
+    if not (args.summary or args.out):
         ap.error("--out or --summary is required")
     if not args.summary:
         run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
-            [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, out)
-    print("\n".join(summary(records.read(out))))
+            [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out)
+    print("\n".join(summary([r for f in (args.summary or [args.out]) for r in records.read(f)])))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,81 @@
+import math
+
+import numpy as np
+import pytest
+
+from validation.settled_hessian import bulk_low, hard_outlier, log_growth, run_one, summary
+from validation.simulate import hessian_probe, hessian_spectrum
+
+
+def test_log_growth_integrates_a_power_law_exactly():
+    # eq. (2) on z_H = -c t^-p: L(t_k) = eta c (t_k^(1-p) - t_1^(1-p)) / (1 - p), tail eta c t_K^(1-p) / (p - 1)
+    eta, c, p = 0.05, 2.0, 1.5
+    t = np.array([100.0, 300.0, 1000.0, 5000.0])
+    L, tail = log_growth(t, -c * t ** -p, eta)
+    assert L == pytest.approx(eta * c * (t ** (1 - p) - t[0] ** (1 - p)) / (1 - p), rel=1e-12)
+    assert tail == pytest.approx(eta * c * t[-1] ** (1 - p) / (p - 1), rel=1e-12)
+    # p = 1: a logarithm, and a tail that diverges; p < 1 too
+    L, tail = log_growth(t, -c / t, eta)
+    assert L[-1] == pytest.approx(eta * c * math.log(t[-1] / t[0]), rel=1e-12) and math.isinf(tail)
+    assert math.isinf(log_growth(t, -c * t ** -0.5, eta)[1])
+    # a constant outlier grows linearly in t
+    L, _ = log_growth(t, [-0.1] * 4, eta)
+    assert L == pytest.approx(eta * 0.1 * (t - t[0]), rel=1e-12)
+
+
+def test_log_growth_without_an_outlier_adds_nothing():
+    L, tail = log_growth([10, 20, 40], [-0.2, math.nan, -0.1], 0.1)
+    assert list(L) == [0.0, 0.0, 0.0] and math.isnan(tail)
+    L, tail = log_growth([10, 20, 40], [-0.2, -0.2, math.nan], 0.1)
+    assert L[1] == pytest.approx(0.1 * 0.2 * 10) and L[2] == L[1] and math.isnan(tail)
+
+
+def test_hard_outlier_and_bulk_low_read_the_overlaps():
+    vals, ovs = [-0.3, -0.2, -0.1, 0.0, 0.5], [0.01, 0.4, 0.3, 0.9, 0.0]
+    assert hard_outlier(vals, ovs) == (-0.2, 0.4)
+    assert bulk_low(vals, ovs) == -0.3
+    assert all(math.isnan(v) for v in hard_outlier([-0.1, 0.2], [0.0, 0.9]))   # the hard weight is at 0.2 > 0
+
+
+def test_hessian_spectrum_from_preactivations_is_the_probe_and_its_dense_blocks_agree_with_lanczos():
+    rng = np.random.default_rng(5)
+    n, d, m = 400, 30, 3
+    X = rng.standard_normal((n, d))
+    y = X[:, 0] ** 2
+    Theta = rng.standard_normal((d, m)) / np.sqrt(d)
+    a, b = np.array([1.0, -0.5, 2.0]), np.array([0.1, 0.0, -0.3])
+    probe = hessian_probe(X, y, Theta, "gelu", a=a, b=b, count=4, dense_below=10_000)
+    spec = hessian_spectrum(X, y, X @ Theta, "gelu", a=a, b=b, count=4, dense_below=10_000)
+    lanczos = hessian_spectrum(X, y, X @ Theta, "gelu", a=a, b=b, count=4, dense_below=0)
+    assert spec == probe
+    for key in ("lowest", "highest"):
+        for (v1, o1), (v2, o2) in zip(spec[key], lanczos[key]):
+            assert v1 == pytest.approx(v2, abs=1e-7)
+            assert o1 == pytest.approx(o2, abs=1e-5)
+    # the count of negative eigenvalues against a plain NumPy matrix (entries of THEORY.md section 2)
+    from thresholds.catalog import get_activation
+    act = get_activation("gelu")
+    U = X @ Theta + b
+    s1, s2 = act.numpy(1)(U), act.numpy(2)(U)
+    f = np.mean(a * act.numpy(0)(U), axis=1)
+    H = np.zeros((d * m, d * m))
+    for i in range(n):
+        W = np.outer(a * s1[i], a * s1[i]) / m - np.diag((y[i] - f[i]) * a * s2[i])
+        H += np.kron(np.outer(X[i], X[i]), W) / n       # index (coordinate, neuron), as v.reshape(d, m)
+    vals = np.linalg.eigvalsh(H)
+    assert spec["negative"] == int(np.sum(vals < 0))
+    assert spec["lowest"][0][0] == pytest.approx(vals[0], abs=1e-10)
+
+
+def test_one_gd_run_records_sorted_spectra_and_its_table():
+    rec = run_one("quad", "phase_retrieval", 0.05, 2, 2.0, 40, [20, 80], seed=0)
+    assert [p["step"] for p in rec["points"]] == [20, 80]
+    for p in rec["points"]:
+        assert np.all(np.diff(p["eigenvalues"]) >= -1e-12)
+        assert all(0.0 <= o <= 1.0 + 1e-12 for o in p["overlaps"])
+        assert p["negative"] >= sum(v < 0 for v in p["eigenvalues"])
+        assert (p["z_H"], p["overlap2"]) == pytest.approx(hard_outlier(p["eigenvalues"], p["overlaps"]), nan_ok=True)
+    # the train loss of the first phase falls (complement GD on labels it cannot predict)
+    assert rec["points"][1]["train_loss"] < rec["points"][0]["train_loss"]
+    lines = summary([rec, {**rec, "seed": 1}])
+    assert len(lines) == 2 + 2 + 1 and "| 80 |" in lines[3] and "tail past 80" in lines[4]
