@@ -697,3 +697,25 @@ def test_search_evaluation_reuses_the_first_phase_its_orbit_test_read(monkeypatc
         delta, [400], [0.1], [0.01], [0.1], [0.01], [0.0], [0.0], [math.nan], [math.nan], [math.nan]))
     f = search._Indicators(setup, True, None, None, None)
     assert search._settles(f, 2.0) and f(2.0) == 0.1 and seen == [run] and f.runs == {}
+
+
+def test_loss_decay_is_the_power_of_the_train_loss_over_the_last_half():
+    from thresholds.evaluation import loss_decay
+    t = np.arange(601.0)
+    assert loss_decay(0.3 * (1 + t) ** -1.5) == pytest.approx(1.5 * math.log(601 / 301) / math.log(2), rel=1e-12)
+    assert loss_decay(np.full(601, 0.7)) == 0.0
+    assert loss_decay([0.5]) is None and loss_decay([0.5, 0.0, 0.0]) is None
+
+
+def test_search_notes_a_first_phase_that_is_still_interpolating():
+    from thresholds import search
+    from thresholds.nn import Crossing
+    c = Crossing(1.4, 1.3, 1.5, True)
+    ref = Evaluation(1.4, [600], [0.1], [0.01], [0.1], [0.01], [0.0], [0.001], [-0.002], [0.0001], [0.5])
+    args = (NNSetup("quad", law="dmft", paths=0, m=16), 1.2, [], c, c, c, c, 600, True, True)
+    assert not any("interpolating" in n for n in search._search_notes(*args, ref))
+    ref.loss_decay = 0.4
+    assert not any("interpolating" in n for n in search._search_notes(*args, ref))
+    ref.loss_decay = 1.6
+    (note,) = [n for n in search._search_notes(*args, ref) if "interpolating" in n]
+    assert "t^-1.60" in note and "delta = 1.4" in note

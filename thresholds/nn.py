@@ -194,6 +194,7 @@ class Evaluation:
     unstable_fraction: float = None  # DMFT law: P of thresholds.dmft eq. (10c), mean over replicas; None: not computed
     label_cap: float = None  # DMFT law with settled labels: the cap of thresholds.dmft eq. (10d); None: the full law
     label_tail: float = None  # ... and the share of the drawn paths past it (rejected)
+    loss_decay: float = None  # DMFT law: a of thresholds.evaluation eq. (5), the train loss's decay over T/2 .. T
 
     def at(self, step):
         return self.steps.index(step)
