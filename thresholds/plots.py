@@ -294,3 +294,23 @@ def crossings_with_limits_figure(path, series, *, title=""):
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     save_figure(plt, fig, path)
+
+
+def settling_figure(path, curves, *, title=""):
+    """Two log-log panels against the step: the train loss and |z_H| (validation.settled_hessian eq. (1)), one line per
+    entry of ``curves``: (label, steps, loss, |z_H|) with nan where there is no hard outlier."""
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    colors = plt.cm.tab20(np.linspace(0, 1, 20))
+    for k, (label, steps, loss, z) in enumerate(curves):
+        style = dict(marker="o", ms=3, color=colors[k % 20], ls="-" if k < 20 else "--", label=label)
+        left.loglog(steps, loss, **style)
+        right.loglog(steps, z, **style)
+    left.set_xlabel("step")
+    left.set_ylabel("train loss")
+    right.set_xlabel("step")
+    right.set_ylabel("|z_H|, lowest hard eigenvalue")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    right.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
+    save_figure(plt, fig, path)

@@ -178,6 +178,26 @@ def summary(rows: list) -> list[str]:
     return lines
 
 
+def plot(rows: list, path: Path) -> None:
+    """PNG: train loss and |z_H| against the step, the means over the runs of each (m, delta, d)."""
+    from thresholds.plots import settling_figure
+    groups = {}
+    for r in rows:
+        if not r["period_two"]:
+            groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    curves = []
+    for key in sorted(groups, key=lambda k: (k[3], k[5], k[4])):
+        runs = groups[key]
+        steps = [p["step"] for p in runs[0]["points"]]
+        loss = [float(np.mean([r["points"][i]["train_loss"] for r in runs])) for i in range(len(steps))]
+        z = [float(np.mean(v)) if (v := [abs(r["points"][i]["z_H"]) for r in runs
+                                        if np.isfinite(r["points"][i]["z_H"])]) else math.nan
+             for i in range(len(steps))]
+        curves.append((f"m = {key[3]}, delta {key[4]:g}, d = {key[5]}", steps, loss, z))
+    act, link, eta = next(iter(groups))[:3]
+    settling_figure(path, curves, title=f"{act}, {link}, eta {eta:g}: GD restricted to the complement")
+
+
 def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",")]
 
@@ -194,13 +214,17 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=2, help="GD runs per (m, delta, d)")
     ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the table of these records files and stop")
+    ap.add_argument("--plot", type=Path, help="also draw the train loss and |z_H| against the step (PNG)")
     args = ap.parse_args(argv)
     if not (args.summary or args.out):
         ap.error("--out or --summary is required")
     if not args.summary:
         run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
             [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out)
-    print("\n".join(summary([r for f in (args.summary or [args.out]) for r in records.read(f)])))
+    rows = [r for f in (args.summary or [args.out]) for r in records.read(f)]
+    print("\n".join(summary(rows)))
+    if args.plot:
+        plot(rows, args.plot)
 
 
 if __name__ == "__main__":
