@@ -719,3 +719,21 @@ def test_search_notes_a_first_phase_that_is_still_interpolating():
     ref.loss_decay = 1.6
     (note,) = [n for n in search._search_notes(*args, ref) if "interpolating" in n]
     assert "t^-1.60" in note and "delta = 1.4" in note
+
+
+def test_finite_d_escape_counts_no_growth_past_the_horizon_of_an_interpolating_first_phase():
+    from types import SimpleNamespace
+    from thresholds.escape import finite_d
+    nan = math.nan
+    low = Evaluation(1.0, [300, 600], [-0.1, -0.1], [0.01] * 2, [-0.1] * 2, [0.01] * 2, [-0.01] * 2, [0.001] * 2,
+                     [nan, nan], [nan, nan], [nan, nan], hard_z=[[nan], [nan]])
+    high = Evaluation(2.0, [300, 600], [0.1, 0.1], [0.01] * 2, [0.1] * 2, [0.01] * 2, [-0.01] * 2, [0.001] * 2,
+                      [-0.01, -0.01], [0.001] * 2, [0.5] * 2, hard_z=[[-0.01], [-0.01]])
+    result = SimpleNamespace(setup=SimpleNamespace(eta=0.05), evaluations=[low, high])
+    (settled,) = finite_d(result, [200])                 # the outlier stays: escape at every d above delta 1
+    assert settled["found"] and 1.0 <= settled["value"] <= 2.0
+    high.loss_decay = 1.5                                # interpolating: L(T) = 600 log(1.0005) ~ 0.3 < log sqrt(200)
+    (interp,) = finite_d(result, [200])
+    assert not interp["found"]
+    high.loss_decay = 0.3
+    assert finite_d(result, [200])[0]["found"]
