@@ -79,3 +79,17 @@ def test_one_gd_run_records_sorted_spectra_and_its_table():
     assert rec["points"][1]["train_loss"] < rec["points"][0]["train_loss"]
     lines = summary([rec, {**rec, "seed": 1}])
     assert len(lines) == 2 + 2 + 1 and "| 80 |" in lines[3] and "tail past 80" in lines[4]
+
+
+def test_cached_loss_decays_reads_the_head_of_a_cached_dmft_run():
+    from thresholds import cache
+    from thresholds.dmft import DMFTSetup, solve_dmft
+    from thresholds.evaluation import loss_decay
+    from validation.settled_hessian import cached_loss_decays
+    with cache.empty():
+        res = solve_dmft(DMFTSetup("quad", "phase_retrieval", delta=3.0, eta=0.05, steps=40, m=2, paths=2000,
+                                   replicas=2, response="sources", source_tol=1e-3), cache=True)
+        (row,) = cached_loss_decays("quad", 0.05)
+        assert cached_loss_decays("gelu", 0.05) == [] and cached_loss_decays("quad", 0.1) == []
+    assert (row["m"], row["delta"], row["steps"], row["paths"]) == (2, 3.0, 40, 2000) and not row["settled_labels"]
+    assert row["a"] == loss_decay(res.train_loss) and row["loss"] == res.train_loss[-1]

@@ -178,6 +178,35 @@ def summary(rows: list) -> list[str]:
     return lines
 
 
+def cached_loss_decays(activation: str, eta: float, head_bytes: int = 1 << 18) -> list[dict]:
+    """thresholds.evaluation eq. (5) on every cached DMFT run of ``activation`` at ``eta`` (thresholds.cache): its
+    setup's width, delta, paths and horizon with the train loss at T' and T and the exponent a.  Only the head of
+    each file is read (the record keeps its setup and loss curves before the per-path arrays, which run to GBs)."""
+    import json
+    import re
+
+    from thresholds import cache
+    from thresholds.evaluation import loss_decay
+    out = []
+    for path in sorted(cache.cache_dir().glob("dmft-*.json")):
+        with open(path, "rb") as fh:
+            head = fh.read(head_bytes).decode(errors="ignore")
+        setup = dict(re.findall(r'"(activation|delta|eta|steps|paths|m|label_cap)": ("[a-z_]+"|[0-9.e+-]+|null)',
+                                head[:6000]))
+        found = re.search(r'"train_loss": (\{"__ndarray__": \[[^\]]*\], "[A-Za-z0-9+/=]*"\]\})', head)
+        if not found or setup.get("activation") != f'"{activation}"' or float(setup.get("eta", "nan")) != eta:
+            continue
+        L = cache.decode(json.loads(found.group(1)))
+        a = loss_decay(L)
+        if a is None:
+            continue
+        T = L.size - 1
+        out.append({"m": int(setup.get("m", 1)), "delta": float(setup["delta"]), "steps": T,
+                    "paths": int(setup.get("paths", 0)), "settled_labels": setup.get("label_cap", "null") not in ("null", "0.0", "0"),
+                    "loss_half": float(L[T // 2]), "loss": float(L[T]), "a": a})
+    return sorted(out, key=lambda r: (r["m"], r["steps"], r["delta"], r["paths"]))
+
+
 def plot(rows: list, path: Path) -> None:
     """PNG: train loss and |z_H| against the step, the means over the runs of each (m, delta, d)."""
     from thresholds.plots import settling_figure
@@ -215,7 +244,16 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the table of these records files and stop")
     ap.add_argument("--plot", type=Path, help="also draw the train loss and |z_H| against the step (PNG)")
+    ap.add_argument("--dmft-cache", action="store_true",
+                    help="print eq. (5) of thresholds.evaluation for every cached DMFT run of -a at --eta and stop")
     args = ap.parse_args(argv)
+    if args.dmft_cache:
+        print("| m | steps | delta | paths | settled labels | train loss at T/2 | at T | a, evaluation eq. (5) |\n"
+              "|---|---|---|---|---|---|---|---|")
+        for r in cached_loss_decays(args.activation, args.eta):
+            print(f"| {r['m']} | {r['steps']} | {r['delta']:.4g} | {r['paths']} | {'yes' if r['settled_labels'] else 'no'} "
+                  f"| {r['loss_half']:.3g} | {r['loss']:.3g} | {r['a']:.2f} |")
+        return
     if not (args.summary or args.out):
         ap.error("--out or --summary is required")
     if not args.summary:
