@@ -74,6 +74,7 @@ def test_one_gd_run_records_sorted_spectra_and_its_table():
         assert np.all(np.diff(p["eigenvalues"]) >= -1e-12)
         assert all(0.0 <= o <= 1.0 + 1e-12 for o in p["overlaps"])
         assert p["negative"] >= sum(v < 0 for v in p["eigenvalues"])
+        assert p["loss_decay"] > 0          # evaluation eq. (5) on GD's falling train loss
         assert (p["z_H"], p["overlap2"]) == pytest.approx(hard_outlier(p["eigenvalues"], p["overlaps"]), nan_ok=True)
     # the train loss of the first phase falls (complement GD on labels it cannot predict)
     assert rec["points"][1]["train_loss"] < rec["points"][0]["train_loss"]

@@ -47,6 +47,7 @@ from thresholds.alg import latent_split
 from thresholds.catalog import get_link
 from thresholds.dmft import period_two_orbit
 from thresholds.errors import ThresholdsError
+from thresholds.evaluation import loss_decay
 from thresholds.numbers import mean_se
 from thresholds.problem import Problem
 from validation import records
@@ -115,7 +116,8 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
                                 axes=hard)
         vals, ovs = zip(*spec["lowest"])
         z, o = hard_outlier(vals, ovs)
-        points.append({"step": s, "train_loss": float(run.train_loss[s]), "eigenvalues": list(vals),
+        points.append({"step": s, "train_loss": float(run.train_loss[s]),
+                       "loss_decay": loss_decay(run.train_loss[: s + 1]), "eigenvalues": list(vals),
                        "overlaps": list(ovs), "negative": spec["negative"], "top": spec["highest"][0][0],
                        "z_H": z, "overlap2": o, "lambda_B": bulk_low(vals, ovs)})
     return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "points": points,
@@ -186,7 +188,6 @@ def cached_loss_decays(activation: str, eta: float, head_bytes: int = 1 << 18) -
     import re
 
     from thresholds import cache
-    from thresholds.evaluation import loss_decay
     out = []
     for path in sorted(cache.cache_dir().glob("dmft-*.json")):
         with open(path, "rb") as fh:
@@ -227,6 +228,34 @@ def plot(rows: list, path: Path) -> None:
     settling_figure(path, curves, title=f"{act}, {link}, eta {eta:g}: GD restricted to the complement")
 
 
+def compact(rows: list) -> list[str]:
+    """Markdown, one line per (m, delta, d): the first and last checkpoints of :func:`summary` side by side."""
+    lines = ["| m | delta | d | runs | train loss, first -> last checkpoint | a, evaluation eq. (5), at the first | "
+             "z_H (overlap^2), first -> last | R, eq. (3), first -> last | L at the last, eq. (2) | tail of L past it |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    groups = {}
+    for r in rows:
+        if not r["period_two"]:
+            groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4])):
+        act, link, eta, m, delta, d = key
+        runs = groups[key]
+        steps = [p["step"] for p in runs[0]["points"]]
+        growth = [log_growth(steps, [p["z_H"] for p in r["points"]], eta) for r in runs]
+
+        def ends(field, fmt, f=None):
+            f = f or (lambda p, s: p[field])
+            return " -> ".join(_pm([f(r["points"][i], steps[i]) for r in runs], fmt) for i in (0, -1))
+        tails = [g[1] for g in growth]
+        decay = [r["points"][0].get("loss_decay") for r in runs]
+        decay = _pm([v for v in decay if v is not None], ".2f") if any(v is not None for v in decay) else "-"
+        lines.append(f"| {m} | {delta:g} | {d} | {len(runs)} | {ends('train_loss', '.3g')} | {decay} | {ends('z_H', '.4f')} "
+                     f"({_pm([r['points'][-1]['overlap2'] for r in runs], '.2f')}) | "
+                     f"{ends('z_H', '.3g', lambda p, s: eta * abs(p['z_H']) * s)} | {_pm([g[0][-1] for g in growth], '.2f')} | "
+                     f"{'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} |")
+    return lines
+
+
 def _floats(text: str) -> list[float]:
     return [float(v) for v in text.split(",")]
 
@@ -244,6 +273,7 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the table of these records files and stop")
     ap.add_argument("--plot", type=Path, help="also draw the train loss and |z_H| against the step (PNG)")
+    ap.add_argument("--compact", action="store_true", help="one line per (m, delta, d): first and last checkpoints")
     ap.add_argument("--dmft-cache", action="store_true",
                     help="print eq. (5) of thresholds.evaluation for every cached DMFT run of -a at --eta and stop")
     args = ap.parse_args(argv)
@@ -260,7 +290,7 @@ def main(argv=None):
         run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
             [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out)
     rows = [r for f in (args.summary or [args.out]) for r in records.read(f)]
-    print("\n".join(summary(rows)))
+    print("\n".join(compact(rows) if args.compact else summary(rows)))
     if args.plot:
         plot(rows, args.plot)
 
