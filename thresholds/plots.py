@@ -296,21 +296,23 @@ def crossings_with_limits_figure(path, series, *, title=""):
     save_figure(plt, fig, path)
 
 
-def settling_figure(path, curves, *, title=""):
-    """Two log-log panels against the step: the train loss and |z_H| (validation.settled_hessian eq. (1)), one line per
-    entry of ``curves``: (label, steps, loss, |z_H|) with nan where there is no hard outlier."""
+def settling_figure(path, panels, *, title=""):
+    """Log-log against the step, one column per entry of ``panels`` (title -> curves): the train loss above and |z_H|
+    (validation.settled_hessian eq. (1)) below, one line per curve (label, steps, loss, |z_H|), nan where there is no
+    hard outlier."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
-    colors = plt.cm.tab20(np.linspace(0, 1, 20))
-    for k, (label, steps, loss, z) in enumerate(curves):
-        style = dict(marker="o", ms=3, color=colors[k % 20], ls="-" if k < 20 else "--", label=label)
-        left.loglog(steps, loss, **style)
-        right.loglog(steps, z, **style)
-    left.set_xlabel("step")
-    left.set_ylabel("train loss")
-    right.set_xlabel("step")
-    right.set_ylabel("|z_H|, lowest hard eigenvalue")
+    cols = len(panels)
+    fig, axes = plt.subplots(2, cols, figsize=(3.6 * cols, 6.5), squeeze=False)
+    for c, (name, curves) in enumerate(panels.items()):
+        top, bottom = axes[0][c], axes[1][c]
+        for label, steps, loss, z in curves:
+            line, = top.loglog(steps, loss, marker="o", ms=3, label=label)
+            bottom.loglog(steps, z, marker="o", ms=3, color=line.get_color())
+        top.set_title(name, fontsize=9)
+        top.legend(fontsize=6)
+        bottom.set_xlabel("step")
+    axes[0][0].set_ylabel("train loss")
+    axes[1][0].set_ylabel("|z_H|, lowest hard eigenvalue")
     if title:
         fig.suptitle(title, fontsize=10)
-    right.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.02, 0.5))
     save_figure(plt, fig, path)

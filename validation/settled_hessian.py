@@ -215,7 +215,7 @@ def plot(rows: list, path: Path) -> None:
     for r in rows:
         if not r["period_two"]:
             groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
-    curves = []
+    panels = {}
     for key in sorted(groups, key=lambda k: (k[3], k[5], k[4])):
         runs = groups[key]
         steps = [p["step"] for p in runs[0]["points"]]
@@ -223,9 +223,9 @@ def plot(rows: list, path: Path) -> None:
         z = [float(np.mean(v)) if (v := [abs(r["points"][i]["z_H"]) for r in runs
                                         if np.isfinite(r["points"][i]["z_H"])]) else math.nan
              for i in range(len(steps))]
-        curves.append((f"m = {key[3]}, delta {key[4]:g}, d = {key[5]}", steps, loss, z))
+        panels.setdefault(f"m = {key[3]}", []).append((f"delta {key[4]:g}, d = {key[5]}", steps, loss, z))
     act, link, eta = next(iter(groups))[:3]
-    settling_figure(path, curves, title=f"{act}, {link}, eta {eta:g}: GD restricted to the complement")
+    settling_figure(path, panels, title=f"{act}, {link}, eta {eta:g}: GD restricted to the complement")
 
 
 def compact(rows: list) -> list[str]:
