@@ -47,12 +47,16 @@ def growth(ev: Evaluation, eta: float):
     return list(ev.steps), L.mean(axis=1), se
 
 
+def interpolating(ev: Evaluation) -> bool:
+    """Whether the first phase still interpolates at the horizon (thresholds.evaluation eq. (5): the train loss's
+    decay exponent at least LOSS_DECAY_NOTE; False when not recorded)."""
+    return ev.loss_decay is not None and ev.loss_decay >= LOSS_DECAY_NOTE
+
+
 def stays(ev: Evaluation) -> bool:
     """Whether the outlier at the horizon keeps growing the hard component after it (eq. (2)): a negative hard
-    outlier at T (indicator > 0) on a first phase that no longer interpolates (thresholds.evaluation eq. (5): the
-    loss's decay exponent below LOSS_DECAY_NOTE, or not recorded)."""
-    interpolating = ev.loss_decay is not None and ev.loss_decay >= LOSS_DECAY_NOTE
-    return ev.indicator[-1] > 0 and not interpolating
+    outlier at T (indicator > 0) on a first phase that no longer interpolates."""
+    return ev.indicator[-1] > 0 and not interpolating(ev)
 
 
 def finite_d(result: NNResult, dims) -> list:
@@ -107,10 +111,14 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
                 row["steps_err"] = float(L_se[k] / rate)
                 break
         else:
-            if math.isfinite(z) and z < 0:  # still growing at the horizon: extrapolate at the final rate
+            if math.isfinite(z) and z < 0 and not interpolating(ev):  # still growing at the horizon: extrapolate at the final rate
                 row = escape_steps(steps[-1], z, z_err, setup.eta, [d])[0]
                 row["steps"] -= (L[-1] / math.log1p(-setup.eta * z))
                 row["note"] = "extrapolated beyond the horizon at the final outlier"
+            elif math.isfinite(z) and z < 0:
+                row["note"] = (f"the first phase still interpolates at the horizon (train loss ~ t^-{ev.loss_decay:.2f}, "
+                               "thresholds.evaluation eq. (5)): its outlier shrinks with the residuals, so no escape "
+                               "time past the horizon is predicted")
             else:
                 row["note"] = "the outlier disappears before the overlap reaches O(1): no escape at this d"
         rows.append(row)
