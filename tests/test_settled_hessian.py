@@ -94,3 +94,14 @@ def test_cached_loss_decays_reads_the_head_of_a_cached_dmft_run():
         assert cached_loss_decays("gelu", 0.05) == [] and cached_loss_decays("quad", 0.1) == []
     assert (row["m"], row["delta"], row["steps"], row["paths"]) == (2, 3.0, 40, 2000) and not row["settled_labels"]
     assert row["a"] == loss_decay(res.train_loss) and row["loss"] == res.train_loss[-1]
+
+
+def test_run_resumes_only_runs_with_the_same_checkpoints(tmp_path):
+    from validation import records
+    from validation.settled_hessian import run
+    out = tmp_path / "r.jsonl"
+    run("quad", "phase_retrieval", 0.05, [2], [2.0], [30], [10, 20], 1, out, log=lambda s: None)
+    run("quad", "phase_retrieval", 0.05, [2], [2.0], [30], [20, 10], 1, out, log=lambda s: None)   # done already
+    assert len(records.read(out)) == 1
+    run("quad", "phase_retrieval", 0.05, [2], [2.0], [30], [10, 40], 1, out, log=lambda s: None)   # other checkpoints
+    assert [[p["step"] for p in r["points"]] for r in records.read(out)] == [[10, 20], [10, 40]]

@@ -31,7 +31,8 @@ is of order 1 / (d m) at these d; the outliers' are 0.2-0.9).
         --out validation/reports/planted/width/settled_hessian_m16.jsonl
     python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian_m*.jsonl
 
-One record per GD run (all its checkpoints), appended as it ends, so an interrupted run resumes.
+One record per GD run (all its checkpoints), appended as it ends, so an interrupted run resumes (a run with other
+checkpoints is a new run; keep one set of checkpoints per file, which the tables assume).
 """
 
 from __future__ import annotations
@@ -125,8 +126,10 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
 
 
 def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Path, log=print):
-    """Every (m, delta, d, seed), skipping the runs already in ``out``."""
-    done = {(tuple(r[k] for k in KEYS), r["seed"]) for r in records.read(out)}
+    """Every (m, delta, d, seed), skipping the runs already in ``out`` with the same checkpoints."""
+    steps = sorted(int(s) for s in steps)
+    done = {(tuple(r[k] for k in KEYS), r["seed"]) for r in records.read(out)
+            if [p["step"] for p in r["points"]] == steps}
     for m in widths:
         for d in dims:
             for delta in deltas:
