@@ -610,6 +610,9 @@ def test_a_replica_in_a_period_two_orbit_is_named_in_the_result_and_its_notes(mo
     # final_only: the same Hessian at the horizon, and nothing before it
     last = evaluate(nn, 4.0, cache=False, final_only=True)
     assert last.steps == [16] and last.indicator == [full.indicator[-1]] and last.left_edge == [full.left_edge[-1]]
+    # evaluation eq. (5): the decay of the law's train loss over the last half of the horizon
+    from thresholds.evaluation import loss_decay
+    assert full.loss_decay == last.loss_decay == loss_decay(law.train_loss)
 
 
 def test_orbit_check_names_the_sample_that_flips():
