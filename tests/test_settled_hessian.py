@@ -105,3 +105,18 @@ def test_run_resumes_only_runs_with_the_same_checkpoints(tmp_path):
     assert len(records.read(out)) == 1
     run("quad", "phase_retrieval", 0.05, [2], [2.0], [30], [10, 40], 1, out, log=lambda s: None)   # other checkpoints
     assert [[p["step"] for p in r["points"]] for r in records.read(out)] == [[10, 20], [10, 40]]
+
+
+def test_settled_bracket_reads_which_outliers_stay():
+    from validation.settled_hessian import settled_bracket
+
+    def rec(delta, z0, z1, period_two=False):
+        return {"eta": 0.05, "delta": delta, "period_two": period_two,
+                "points": [{"step": 600, "z_H": z0}, {"step": 30000, "z_H": z1}]}
+    nan = math.nan
+    rows = [rec(1.5, -0.005, -1e-6), rec(1.5, -0.004, nan), rec(2.0, -0.015, -0.0003), rec(2.0, -0.015, -0.0001),
+            rec(2.5, -0.04, -0.015), rec(2.5, -0.04, -0.01), rec(3.0, -0.1, -0.07), rec(3.0, -0.1, nan, True)]
+    assert settled_bracket(rows) == (2.0, 2.5)     # R: 2.0 falls in both runs, 2.5 grows in both; the orbit is left out
+    rows[3] = rec(2.0, -0.015, -0.001)              # one run of delta 2 keeps its outlier: undecided there
+    assert settled_bracket(rows) == (1.5, 2.5)
+    assert settled_bracket(rows[:2]) == (1.5, None) and settled_bracket(rows[4:6]) == (None, 2.5)

@@ -207,14 +207,16 @@ def widths_figure(path, series, *, title=""):
     save_figure(plt, fig, path)
 
 
-def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
+def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None, settled=None):
     """Crossing delta_1/2 against the width m: ``series`` = [(label, forced, simulated)] with ``forced`` and
     ``simulated`` = [(m, value, s.e.)] (forced DMFT trials as filled diamonds joined by a line, GD as open
     squares), one colour per series; ``limits``: label -> [(m, value, low, high)], the d = inf delta_NN of the
     same setup (``thresholds nn``; triangles with their intervals, dashed; low nan: a bound, an arrow down from the
     value; high inf: an arrow up); ``brackets``: label -> [(m, low,
     high)], d = inf brackets without a value (the signs of the indicator at a few deltas; bars between the ends,
-    an open triangle at the middle; low None: an open triangle at high with an arrow down)."""
+    an open triangle at the middle; low None: an open triangle at high with an arrow down); ``settled``: label ->
+    [(m, low, high)], infinite-horizon brackets at finite d (validation.settled_hessian; drawn as ``brackets``, with
+    downward triangles)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     tips = []   # the arrows' ends, which do not widen the axes by themselves
@@ -232,17 +234,19 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None):
                             arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
                 if not up:
                     tips.append(vv / 1.3)
-        if brackets and brackets.get(label):
-            m, lo, hi = (np.array([np.nan if v is None else v for v in c], dtype=float)
-                         for c in zip(*sorted(brackets[label], key=lambda b: b[0])))
-            below = ~np.isfinite(lo)   # open below: only an upper end
-            mid = np.where(below, hi, (lo + hi) / 2)
-            ax.errorbar(m * 0.97, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt="^", color=color,
-                        mfc="white", capsize=5, alpha=0.8, label=f"{label}: delta_NN bracket, d = inf (signs of I_T)")
-            for mm, hh in zip(m[below], hi[below]):
-                ax.annotate("", xy=(mm * 0.97, hh / 1.3), xytext=(mm * 0.97, hh),
-                            arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
-                tips.append(hh / 1.3)
+        for marks, shift, fmt, text in ((brackets, 0.97, "^", "delta_NN bracket, d = inf (signs of I_T)"),
+                                        (settled, 0.94, "v", "infinite-horizon bracket, GD's first phase at finite d")):
+            if marks and marks.get(label):
+                m, lo, hi = (np.array([np.nan if v is None else v for v in c], dtype=float)
+                             for c in zip(*sorted(marks[label], key=lambda b: b[0])))
+                below = ~np.isfinite(lo)   # open below: only an upper end
+                mid = np.where(below, hi, (lo + hi) / 2)
+                ax.errorbar(m * shift, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt=fmt, color=color,
+                            mfc="white", capsize=5, alpha=0.8, label=f"{label}: {text}")
+                for mm, hh in zip(m[below], hi[below]):
+                    ax.annotate("", xy=(mm * shift, hh / 1.3), xytext=(mm * shift, hh),
+                                arrowprops={"arrowstyle": "->", "color": color, "alpha": 0.8})
+                    tips.append(hh / 1.3)
         if forced:
             m, v, e = (np.array(c, dtype=float) for c in zip(*forced))
             ax.errorbar(m * 1.03, v, yerr=e, fmt="D-", color=color, capsize=3, label=f"{label}: forced DMFT")

@@ -11,7 +11,8 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
         --reference validation/reports/conventions/finite_d_width.md
     (and --d 800 --plot .../forced_vs_m_d800.png with the same --out; ``--delta-nn FILE ...`` draws the d = inf
     delta_NN of `thresholds nn -T 600 [--m M] --json` files at their width, ``--brackets ACT:ETA:M=FILE,...`` the
-    brackets of validation.indicator_points records where no search was run)
+    brackets of validation.indicator_points records where no search was run, ``--settled ACT:ETA:M=FILE,...`` the
+    infinite-horizon brackets of validation.settled_hessian records)
 
 Joint offset over k cells (``--joint 200,800``), each z_k = (forced - GD) / sqrt(se_forced^2 + se_GD^2):
 
@@ -271,6 +272,27 @@ def indicator_brackets(specs) -> dict:
     return out
 
 
+def settled_brackets(specs) -> dict:
+    """Series label -> [(m, low, high)] from ``ACT:ETA:M=FILE[,FILE...]`` specs: the infinite-horizon bracket of
+    validation.settled_hessian records (settled_bracket: where the hard outlier of GD's first phase stays or
+    vanishes over 3 x 10^4 steps, finite d)."""
+    from validation.settled_hessian import settled_bracket
+    out = {}
+    for spec in specs:
+        try:
+            head, files = spec.split("=", 1)
+            act, eta, m = head.split(":")
+            eta, m = float(eta), int(m)
+        except ValueError:
+            raise SystemExit(f"--settled {spec!r}: expected ACT:ETA:M=FILE[,FILE...]") from None
+        rows = [r for f in files.split(",") for r in records.read(Path(f)) if r["m"] == m and r["eta"] == eta]
+        low, high = settled_bracket(rows)
+        if high is None:
+            raise SystemExit(f"--settled {spec!r}: no delta of the records keeps its outlier")
+        out.setdefault(f"{act}, eta {eta:g}", []).append((m, low, high))
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--d", type=int, default=200)
@@ -288,6 +310,8 @@ def main(argv=None):
                     "GD's over every (setup, width) cell at these d (eq. (1) of JointOffset); default: --d alone")
     ap.add_argument("--brackets", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the bracket of "
                     "delta_NN(600) from validation.indicator_points records drawn at width M")
+    ap.add_argument("--settled", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the "
+                    "infinite-horizon bracket of validation.settled_hessian records drawn at width M")
     args = ap.parse_args(argv)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
@@ -323,7 +347,8 @@ def main(argv=None):
         from thresholds.plots import crossing_vs_m_figure
         crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "
                              "(thresholds.forced) against GD" + (", and the d = inf delta_NN" if args.delta_nn else ""),
-                             limits=delta_nn_limits(args.delta_nn), brackets=indicator_brackets(args.brackets))
+                             limits=delta_nn_limits(args.delta_nn), brackets=indicator_brackets(args.brackets),
+                             settled=settled_brackets(args.settled))
 
 
 if __name__ == "__main__":

@@ -140,6 +140,26 @@ def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Pat
                         log(f"m = {m}, delta {delta:g}, d = {d}: run {s}")
 
 
+def settled_bracket(rows: list) -> tuple:
+    """The infinite-horizon threshold of one width bracketed by the records (every d together): (low, high), high the
+    smallest delta where every run ends with a hard outlier whose R (eq. (3)) grew from the first checkpoint to the
+    last (it stays), low the largest delta below it where every run ends without one or with R fallen (it
+    vanishes); None for an end without such a delta.  Runs in a period-2 orbit are left out."""
+    verdict = {}
+    for r in rows:
+        if r["period_two"]:
+            continue
+        first, last = r["points"][0], r["points"][-1]
+        R = [r["eta"] * abs(p["z_H"]) * p["step"] for p in (first, last)]
+        stays = math.isfinite(last["z_H"]) and math.isfinite(first["z_H"]) and R[1] > R[0]
+        vanishes = not math.isfinite(last["z_H"]) or (math.isfinite(first["z_H"]) and R[1] < R[0])
+        verdict.setdefault(r["delta"], []).append("stays" if stays else "vanishes" if vanishes else "?")
+    staying = [dl for dl, v in verdict.items() if set(v) == {"stays"}]
+    high = min(staying) if staying else None
+    vanishing = [dl for dl, v in verdict.items() if set(v) == {"vanishes"} and (high is None or dl < high)]
+    return (max(vanishing) if vanishing else None), high
+
+
 def _pm(values, fmt) -> str:
     v = [x for x in values if np.isfinite(x)]
     if not v:
