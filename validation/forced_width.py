@@ -248,6 +248,16 @@ def delta_nn_limits(files) -> dict:
     return out
 
 
+def _width_spec(option: str, spec: str) -> tuple:
+    """(activation, eta, m, files) of an ``ACT:ETA:M=FILE[,FILE...]`` spec; SystemExit naming ``option`` otherwise."""
+    try:
+        head, files = spec.split("=", 1)
+        act, eta, m = head.split(":")
+        return act, float(eta), int(m), files
+    except ValueError:
+        raise SystemExit(f"{option} {spec!r}: expected ACT:ETA:M=FILE[,FILE...]") from None
+
+
 def indicator_brackets(specs) -> dict:
     """Series label -> [(m, low, high)] from ``ACT:ETA:M=FILE[,FILE...]`` specs: the bracket of delta_NN(600) by the
     signs of I_T in validation.indicator_points records (its ``bracket``, on the replicas that settle), for the
@@ -255,12 +265,7 @@ def indicator_brackets(specs) -> dict:
     open below).  Every row must be at the 600-step horizon, and some delta must have I_T > 0."""
     out = {}
     for spec in specs:
-        try:
-            head, files = spec.split("=", 1)
-            act, eta, m = head.split(":")
-            eta, m = float(eta), int(m)
-        except ValueError:
-            raise SystemExit(f"--brackets {spec!r}: expected ACT:ETA:M=FILE[,FILE...]") from None
+        act, eta, m, files = _width_spec("--brackets", spec)
         rows = [r for f in files.split(",") for r in records.read(Path(f))]
         if not rows or any(r["steps"][-1] != 600 for r in rows):
             raise SystemExit(f"--brackets {spec!r}: no records, or records not at the 600-step horizon")
@@ -279,12 +284,7 @@ def settled_brackets(specs) -> dict:
     from validation.settled_hessian import settled_bracket
     out = {}
     for spec in specs:
-        try:
-            head, files = spec.split("=", 1)
-            act, eta, m = head.split(":")
-            eta, m = float(eta), int(m)
-        except ValueError:
-            raise SystemExit(f"--settled {spec!r}: expected ACT:ETA:M=FILE[,FILE...]") from None
+        act, eta, m, files = _width_spec("--settled", spec)
         rows = [r for f in files.split(",") for r in records.read(Path(f)) if r["m"] == m and r["eta"] == eta]
         low, high = settled_bracket(rows)
         if high is None:
