@@ -111,14 +111,14 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
                 row["steps_err"] = float(L_se[k] / rate)
                 break
         else:
-            if math.isfinite(z) and z < 0 and not interpolating(ev):  # still growing at the horizon: extrapolate at the final rate
+            if math.isfinite(z) and z < 0 and not interpolating(ev):  # still growing at T: extrapolate at the final rate
                 row = escape_steps(steps[-1], z, z_err, setup.eta, [d])[0]
                 row["steps"] -= (L[-1] / math.log1p(-setup.eta * z))
                 row["note"] = "extrapolated beyond the horizon at the final outlier"
             elif math.isfinite(z) and z < 0:
-                row["note"] = (f"the first phase still interpolates at the horizon (train loss ~ t^-{ev.loss_decay:.2f}, "
-                               "thresholds.evaluation eq. (5)): its outlier shrinks with the residuals, so no escape "
-                               "time past the horizon is predicted")
+                row["note"] = (f"the first phase still interpolates at the horizon (train loss ~ "
+                               f"t^-{ev.loss_decay:.2f}, thresholds.evaluation eq. (5)): its outlier shrinks with the "
+                               "residuals, so no escape time past the horizon is predicted")
             else:
                 row["note"] = "the outlier disappears before the overlap reaches O(1): no escape at this d"
         rows.append(row)
