@@ -733,7 +733,8 @@ def test_finite_d_escape_counts_no_growth_past_the_horizon_of_an_interpolating_f
     (settled,) = finite_d(result, [200])                 # the outlier stays: escape at every d above delta 1
     assert settled["found"] and 1.0 <= settled["value"] <= 2.0
     high.loss_decay = 1.5                                # interpolating: L(T) = 600 log(1.0005) ~ 0.3 < log sqrt(200)
-    from thresholds.escape import interpolating, stays
+    from thresholds.escape import stays
+    from thresholds.evaluation import interpolating
     assert interpolating(high) and not stays(high) and not interpolating(low)
     (interp,) = finite_d(result, [200])
     assert not interp["found"]

@@ -30,7 +30,7 @@ import numpy as np
 
 from .crossing import first_crossing
 from .errors import UnsupportedError
-from .evaluation import LOSS_DECAY_NOTE, evaluate, first_phase
+from .evaluation import evaluate, first_phase, interpolating
 from .nn import Evaluation, NNResult, NNSetup
 
 
@@ -47,15 +47,9 @@ def growth(ev: Evaluation, eta: float):
     return list(ev.steps), L.mean(axis=1), se
 
 
-def interpolating(ev: Evaluation) -> bool:
-    """Whether the first phase still interpolates at the horizon (thresholds.evaluation eq. (5): the train loss's
-    decay exponent at least LOSS_DECAY_NOTE; False when not recorded)."""
-    return ev.loss_decay is not None and ev.loss_decay >= LOSS_DECAY_NOTE
-
-
 def stays(ev: Evaluation) -> bool:
     """Whether the outlier at the horizon keeps growing the hard component after it (eq. (2)): a negative hard
-    outlier at T (indicator > 0) on a first phase that no longer interpolates."""
+    outlier at T (indicator > 0) on a first phase that no longer interpolates (thresholds.evaluation.interpolating)."""
     return ev.indicator[-1] > 0 and not interpolating(ev)
 
 
@@ -111,7 +105,7 @@ def escape_times(setup: NNSetup, delta: float, dims, *, cache: bool = True, prog
                 row["steps_err"] = float(L_se[k] / rate)
                 break
         else:
-            if math.isfinite(z) and z < 0 and not interpolating(ev):  # still growing at T: extrapolate at the final rate
+            if math.isfinite(z) and z < 0 and not interpolating(ev):  # still growing at T: extrapolate at the last rate
                 row = escape_steps(steps[-1], z, z_err, setup.eta, [d])[0]
                 row["steps"] -= (L[-1] / math.log1p(-setup.eta * z))
                 row["note"] = "extrapolated beyond the horizon at the final outlier"

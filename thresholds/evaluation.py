@@ -65,9 +65,10 @@ the decay exponent of the loss over the last half of the horizon (``loss_decay``
 Measured on GD restricted to the complement (300 -> 600 steps; validation/reports/planted/width
 settled_hessian_T600.jsonl): a = 1.11-1.82 on every run at m = 8 and 16, delta 1.5-2 (d = 400 / 200), where the hard
 outlier then shrinks at least like 1 / t; 0.15-0.86 on every run at delta 2.5-4, where it stays and grows the hard
-component without bound; 0.03-0.41 at m = 2 and 4 near their delta_NN(600); on the DMFT law 2.0 at m = 16, delta 1.41,
-1.42 at m = 8, delta 1.94 (their 600-step delta_NN) and 0.03 at m = 1, delta 11.  The search notes a >= LOSS_DECAY_NOTE = 1 (a loss falling faster than 1 / t)
-at its reference delta: there delta_NN(T) is a threshold at that horizon, and the infinite-horizon one lies above.
+component without bound; 0.03-0.41 at m = 2 and 4 near their delta_NN(600); on the DMFT law 2.0 at m = 16, delta
+1.41, 1.42 at m = 8, delta 1.94 (their 600-step delta_NN) and 0.03 at m = 1, delta 11.  The search notes a >=
+LOSS_DECAY_NOTE = 1 (a loss falling faster than 1 / t) at its reference delta (:func:`interpolating`): there
+delta_NN(T) is a threshold at that horizon, and the infinite-horizon one lies above.
 """
 
 from __future__ import annotations
@@ -181,6 +182,12 @@ def loss_decay(train_loss) -> float:
     if half < 1 or not (L[half] > 0 and L[T] > 0):
         return None
     return float(math.log(L[half] / L[T]) / math.log(T / half))
+
+
+def interpolating(ev: Evaluation) -> bool:
+    """Whether the first phase of ``ev`` still interpolates at the horizon: eq. (5) at least LOSS_DECAY_NOTE (False
+    when not recorded)."""
+    return ev.loss_decay is not None and ev.loss_decay >= LOSS_DECAY_NOTE
 
 
 def unstable_share(run: FirstPhase) -> float:

@@ -67,7 +67,7 @@ from .crossing import crossing
 from .catalog import get_link
 from .dmft import SELF_INTERACTION_NOTE, SETTLED_EIGENVALUE, checkpoints, stable_label_limit
 from .errors import DivergenceError, ThresholdsError
-from .evaluation import LOSS_DECAY_NOTE, evaluate, first_phase, unstable_share
+from .evaluation import evaluate, first_phase, interpolating, unstable_share
 from .hessian import CLIP_QUANTILE, data_set_count, hard_dimension
 from .nn import NNResult, NNSetup
 from .numbers import differences_beyond_noise, welch_dof
@@ -349,7 +349,7 @@ def _search_notes(setup, lo, diverged, main, clip, half, transient, t_min, conve
         notes.append(f"at delta = {ref.delta:.4g} the left bulk edge is {ref.left_edge[i]:+.3f}: negative curvature "
                      "in bulk directions too (with an unbounded G, from the unfitted large-y samples; it stays there "
                      "after the first phase stops moving: validation/reports/settle)")
-    if ref.loss_decay is not None and ref.loss_decay >= LOSS_DECAY_NOTE:
+    if interpolating(ref):
         notes.append(f"the first phase is still interpolating at delta = {ref.delta:.4g}: its train loss falls like "
                      f"t^-{ref.loss_decay:.2f} over the last half of the horizon (evaluation eq. (5)); where the loss "
                      "goes to 0 the hard outlier vanishes with it and GD's growth along it is bounded, so delta_NN(T) "

@@ -76,6 +76,24 @@ def bulk_low(eigenvalues, overlaps) -> float:
     return next((float(v) for v, o in zip(eigenvalues, overlaps) if o < O_MIN), math.nan)
 
 
+def remaining_growth(point: dict, eta: float) -> float:
+    """R of eq. (3) at one checkpoint of a record (nan without a hard outlier)."""
+    return eta * abs(point["z_H"]) * point["step"]
+
+
+def _groups(rows: list) -> dict:
+    """(activation, link, eta, m, delta, d) -> (the runs not in a period-2 orbit, how many were), sorted by setup."""
+    groups = {}
+    for r in rows:
+        kept, orbiting = groups.setdefault(tuple(r[k] for k in KEYS), ([], [0]))
+        if r["period_two"]:
+            orbiting[0] += 1
+        else:
+            kept.append(r)
+    return {key: (groups[key][0], groups[key][1][0])
+            for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4]))}
+
+
 def log_growth(steps, z, eta: float) -> tuple[np.ndarray, float]:
     """Eq. (2): L(t_k) at each checkpoint (0 at t_1) for z_H at the checkpoints (nan: no outlier, no growth on
     the intervals it ends or starts), and the tail past t_K, eta |z_H(t_K)| t_K / (p_K - 1) (inf when the last
@@ -150,7 +168,7 @@ def settled_bracket(rows: list) -> tuple:
         if r["period_two"]:
             continue
         first, last = r["points"][0], r["points"][-1]
-        R = [r["eta"] * abs(p["z_H"]) * p["step"] for p in (first, last)]
+        R = [remaining_growth(p, r["eta"]) for p in (first, last)]
         stays = math.isfinite(last["z_H"]) and math.isfinite(first["z_H"]) and R[1] > R[0]
         vanishes = not math.isfinite(last["z_H"]) or (math.isfinite(first["z_H"]) and R[1] < R[0])
         verdict.setdefault(r["delta"], []).append("stays" if stays else "vanishes" if vanishes else "?")
@@ -174,15 +192,10 @@ def summary(rows: list) -> list[str]:
     (overlap^2), lambda_B, L and R (eqs. (1)-(3)), and the tail of L past the last checkpoint."""
     lines = ["| setup | d | runs | step | train loss | z_H (overlap^2) | lambda_B | negative eigenvalues | L, eq. (2) | "
              "R, eq. (3) |", "|---|---|---|---|---|---|---|---|---|---|"]
-    groups = {}
-    for r in rows:
-        groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
     orbits = []
-    for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4])):
-        act, link, eta, m, delta, d = key
-        runs = [r for r in groups[key] if not r["period_two"]]
-        if len(runs) < len(groups[key]):
-            orbits.append(f"{act} m = {m} delta {delta:g} d = {d}: {len(groups[key]) - len(runs)}")
+    for (act, link, eta, m, delta, d), (runs, orbiting) in _groups(rows).items():
+        if orbiting:
+            orbits.append(f"{act} m = {m} delta {delta:g} d = {d}: {orbiting}")
         if not runs:
             continue
         steps = [p["step"] for p in runs[0]["points"]]
@@ -194,7 +207,7 @@ def summary(rows: list) -> list[str]:
                 f"{_pm([p['train_loss'] for p in pts], '.3g')} | {_pm([p['z_H'] for p in pts], '.5f')} "
                 f"({_pm([p['overlap2'] for p in pts], '.2f')}) | {_pm([p['lambda_B'] for p in pts], '.5f')} | "
                 f"{_pm([p['negative'] for p in pts], '.0f')} | {_pm([g[0][i] for g in growth], '.2f')} | "
-                f"{_pm([eta * abs(p['z_H']) * s for p in pts], '.3g')} |")
+                f"{_pm([remaining_growth(p, eta) for p in pts], '.3g')} |")
         tails = [g[1] for g in growth]
         lines.append(f"| {act}, m = {m}, delta {delta:g}, eta {eta:g} | {d} | {len(runs)} | tail past {steps[-1]} | | | "
                      f"| | {'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} | |")
@@ -226,7 +239,8 @@ def cached_loss_decays(activation: str, eta: float, head_bytes: int = 1 << 18) -
             continue
         T = L.size - 1
         out.append({"m": int(setup.get("m", 1)), "delta": float(setup["delta"]), "steps": T,
-                    "paths": int(setup.get("paths", 0)), "settled_labels": setup.get("label_cap", "null") not in ("null", "0.0", "0"),
+                    "paths": int(setup.get("paths", 0)),
+                    "settled_labels": setup.get("label_cap", "null") not in ("null", "0.0", "0"),
                     "loss_half": float(L[T // 2]), "loss": float(L[T]), "a": a})
     return sorted(out, key=lambda r: (r["m"], r["steps"], r["delta"], r["paths"]))
 
@@ -234,10 +248,7 @@ def cached_loss_decays(activation: str, eta: float, head_bytes: int = 1 << 18) -
 def plot(rows: list, path: Path) -> None:
     """PNG: train loss and |z_H| against the step, the means over the runs of each (m, delta, d)."""
     from thresholds.plots import settling_figure
-    groups = {}
-    for r in rows:
-        if not r["period_two"]:
-            groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
+    groups = {key: runs for key, (runs, _) in _groups(rows).items() if runs}
     panels = {}
     for key in sorted(groups, key=lambda k: (k[3], k[5], k[4])):
         runs = groups[key]
@@ -256,25 +267,20 @@ def compact(rows: list) -> list[str]:
     lines = ["| m | delta | d | runs | train loss, first -> last checkpoint | a, evaluation eq. (5), at the first | "
              "z_H (overlap^2), first -> last | R, eq. (3), first -> last | L at the last, eq. (2) | tail of L past it |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    groups = {}
-    for r in rows:
-        if not r["period_two"]:
-            groups.setdefault(tuple(r[k] for k in KEYS), []).append(r)
-    for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4])):
-        act, link, eta, m, delta, d = key
-        runs = groups[key]
+    for (act, link, eta, m, delta, d), (runs, _) in _groups(rows).items():
+        if not runs:
+            continue
         steps = [p["step"] for p in runs[0]["points"]]
         growth = [log_growth(steps, [p["z_H"] for p in r["points"]], eta) for r in runs]
 
-        def ends(field, fmt, f=None):
-            f = f or (lambda p, s: p[field])
-            return " -> ".join(_pm([f(r["points"][i], steps[i]) for r in runs], fmt) for i in (0, -1))
+        def ends(fmt, value):   # the first and the last checkpoints' means
+            return " -> ".join(_pm([value(r["points"][i]) for r in runs], fmt) for i in (0, -1))
         tails = [g[1] for g in growth]
         decay = [r["points"][0].get("loss_decay") for r in runs]
         decay = _pm([v for v in decay if v is not None], ".2f") if any(v is not None for v in decay) else "-"
-        lines.append(f"| {m} | {delta:g} | {d} | {len(runs)} | {ends('train_loss', '.3g')} | {decay} | {ends('z_H', '.4f')} "
-                     f"({_pm([r['points'][-1]['overlap2'] for r in runs], '.2f')}) | "
-                     f"{ends('z_H', '.3g', lambda p, s: eta * abs(p['z_H']) * s)} | {_pm([g[0][-1] for g in growth], '.2f')} | "
+        lines.append(f"| {m} | {delta:g} | {d} | {len(runs)} | {ends('.3g', lambda p: p['train_loss'])} | {decay} | "
+                     f"{ends('.4f', lambda p: p['z_H'])} ({_pm([r['points'][-1]['overlap2'] for r in runs], '.2f')}) | "
+                     f"{ends('.3g', lambda p: remaining_growth(p, eta))} | {_pm([g[0][-1] for g in growth], '.2f')} | "
                      f"{'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} |")
     return lines
 
