@@ -205,3 +205,36 @@ def test_joint_offset_against_hand_computed_cells():
     assert joint_offset([((2.0, 0.1), (1.0, 0.1))] * 5).sign_p == pytest.approx(2 / 32)
     with pytest.raises(ValueError):
         joint_offset([(None, (1.0, 0.1))])
+
+
+def test_reference_table_adds_the_infinite_horizon_brackets(tmp_path):
+    # --settled with --reference: a column [low, high] (or <= high, open below) with the records' d, and the widths
+    # whose bracket admits the published figure (quad 3.6, gelu 6.0)
+    from validation.forced_width import reference_table
+    settled = {("quad", 0.05, 8): (2.0, 2.5, [400, 800]), ("quad", 0.05, 4): (None, 4.0, [400, 800, 1600]),
+               ("gelu", 0.1, 1): (20.0, 28.0, [400])}
+    lines = reference_table((200,), out=tmp_path, settled=settled)
+    assert lines[0].endswith("| published figure | infinite horizon, GD's first phase (finite d) |")
+    assert len({line.count("|") for line in lines if line.startswith("|")}) == 1
+    assert next(x for x in lines if x.startswith("| quad, 0.05 | 8 |")).endswith("| 3.6 | [2, 2.5] (d = 400, 800) |")
+    assert next(x for x in lines if x.startswith("| quad, 0.05 | 4 |")).endswith("| <= 4 (d = 400, 800, 1600) |")
+    assert next(x for x in lines if x.startswith("| quad, 0.05 | 2 |")).endswith("| 3.6 | - |")
+    assert lines[-1] == ("Widths whose infinite-horizon bracket (GD's first phase at finite d) admits the figure: "
+                         "gelu: none (of m = 1); quad: m = 4 (of m = 4, 8).")
+
+
+def test_settled_brackets_refuse_records_of_another_activation(tmp_path):
+    import pytest
+    from validation.forced_width import by_series, settled_brackets
+
+    def rec(act, delta, z):
+        point = lambda step, zz: {"step": step, "z_H": zz, "overlap": 0.3}  # noqa: E731
+        return json.dumps({"activation": act, "eta": 0.05, "m": 8, "delta": delta, "d": 400, "period_two": None,
+                           "points": [point(600, z), point(30000, z)]}) + "\n"
+    f = tmp_path / "s.jsonl"
+    f.write_text(rec("quad", 2.0, float("nan")) + rec("quad", 3.0, -0.05))
+    got = settled_brackets([f"quad:0.05:8={f}"])
+    assert got == {("quad", 0.05, 8): (2.0, 3.0, [400])}
+    assert by_series(got) == {"quad, eta 0.05": [(8, 2.0, 3.0)]}
+    with pytest.raises(SystemExit, match="not all of activation gelu"):
+        settled_brackets([f"gelu:0.05:8={f}"])

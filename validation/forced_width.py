@@ -176,16 +176,19 @@ def table(d: int, out=OUT) -> tuple[list[str], list]:
 REFERENCE = {"gelu": 6.0, "quad": 3.6}   # the published figures (phase retrieval) the width issue asks about
 
 
-def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None) -> list[str]:
+def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, settled=None) -> list[str]:
     """Markdown: per (activation, m) the GD and forced crossings at each d against the published figure, and
     the (m, d) at which both activations have a crossing (GD or forced) within ``tol`` of their figures.  ``nn``
     ((activation, eta, m) -> `thresholds nn --json` record, :func:`delta_nn_records`): a column with the d = inf
-    delta_NN and the widths whose interval holds the figure."""
-    near, held = {}, {}
+    delta_NN and the widths whose interval holds the figure.  ``settled`` ((activation, eta, m) -> (low, high,
+    dims), :func:`settled_brackets`): a column with the infinite-horizon bracket of GD's first phase at finite d
+    and the widths whose bracket admits the figure (low None: open below)."""
+    near, held, admitted = {}, {}, {}
     lines = ["| activation, eta | m | " + " | ".join(f"GD, d = {d}" for d in dims) + " | "
              + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |"
-             + (" delta_NN, d = inf (600 steps) |" if nn else ""),
-             "|---|---|" + "---|" * (2 * len(dims) + 1 + bool(nn))]
+             + (" delta_NN, d = inf (600 steps) |" if nn else "")
+             + (" infinite horizon, GD's first phase (finite d) |" if settled else ""),
+             "|---|---|" + "---|" * (2 * len(dims) + 1 + bool(nn) + bool(settled))]
     for act, eta, m in GD:
         forced, gd = setup_crossings(act, eta, m, out)
         cell = lambda v: f"{v[0]:.2f} +- {v[1]:.2f}" if v else "-"  # noqa: E731
@@ -204,6 +207,15 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None) ->
                     row += (f" {r['delta_nn']:.2f} [{low:.2f}, {high:.2f}]"
                             + ("" if r.get("converged") else ", t-curve not converged") + " |")
                     held[(act, m)] = low <= REFERENCE[act] <= high
+        if settled:
+            b = settled.get((act, eta, m))
+            if b is None:
+                row += " - |"
+            else:
+                low, high, at = b
+                row += (f" {'<=' if low is None else f'[{low:g},'} {high:g}{']' if low is not None else ''}"
+                        f" (d = {', '.join(map(str, at))}) |")
+                admitted[(act, m)] = (low is None or low <= REFERENCE[act]) and REFERENCE[act] <= high
         lines.append(row)
         for d in dims:
             near[(m, d, act)] = [src for src, v in (("GD", gd.get(d)), ("forced", forced.get(d)))
@@ -221,6 +233,12 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None) ->
                   + "; ".join(f"{a}: " + (", ".join(f"m = {m}" for m in per_act[a]) or "none")
                               + f" (of m = {', '.join(map(str, done[a])) or '-'})" for a in REFERENCE)
                   + "; both activations at one width: " + (", ".join(f"m = {m}" for m in common) or "none") + "."]
+    if settled:
+        per_act = {a: [m for (b, m), ok in sorted(admitted.items()) if b == a and ok] for a in REFERENCE}
+        done = {a: sorted(m for (b, m) in admitted if b == a) for a in REFERENCE}
+        lines += ["", "Widths whose infinite-horizon bracket (GD's first phase at finite d) admits the figure: "
+                  + "; ".join(f"{a}: " + (", ".join(f"m = {m}" for m in per_act[a]) or "none")
+                              + f" (of m = {', '.join(map(str, done[a])) or '-'})" for a in REFERENCE) + "."]
     return lines
 
 
@@ -278,17 +296,28 @@ def indicator_brackets(specs) -> dict:
 
 
 def settled_brackets(specs) -> dict:
-    """Series label -> [(m, low, high)] from ``ACT:ETA:M=FILE[,FILE...]`` specs: the infinite-horizon bracket of
-    validation.settled_hessian records (settled_bracket: where the hard outlier of GD's first phase stays or
-    vanishes over 3 x 10^4 steps, finite d)."""
+    """(activation, eta, m) -> (low, high, dims) from ``ACT:ETA:M=FILE[,FILE...]`` specs: the infinite-horizon
+    bracket of validation.settled_hessian records (settled_bracket: where the hard outlier of GD's first phase stays
+    or vanishes over 3 x 10^4 steps, finite d) and the dimensions of the records.  Every record must be of the
+    spec's activation (records of other widths or step sizes in the files are skipped)."""
     from validation.settled_hessian import settled_bracket
     out = {}
     for spec in specs:
         act, eta, m, files = _width_spec("--settled", spec)
         rows = [r for f in files.split(",") for r in records.read(Path(f)) if r["m"] == m and r["eta"] == eta]
+        if any(r["activation"] != act for r in rows):
+            raise SystemExit(f"--settled {spec!r}: the records are not all of activation {act}")
         low, high = settled_bracket(rows)
         if high is None:
             raise SystemExit(f"--settled {spec!r}: no delta of the records keeps its outlier")
+        out[(act, eta, m)] = (low, high, sorted({int(r["d"]) for r in rows}))
+    return out
+
+
+def by_series(brackets: dict) -> dict:
+    """Series label -> [(m, low, high)] of :func:`settled_brackets`' output, as the figure draws them."""
+    out = {}
+    for (act, eta, m), (low, high, _) in brackets.items():
         out.setdefault(f"{act}, eta {eta:g}", []).append((m, low, high))
     return out
 
@@ -310,9 +339,11 @@ def main(argv=None):
                     "GD's over every (setup, width) cell at these d (eq. (1) of JointOffset); default: --d alone")
     ap.add_argument("--brackets", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the bracket of "
                     "delta_NN(600) from validation.indicator_points records drawn at width M")
-    ap.add_argument("--settled", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the "
-                    "infinite-horizon bracket of validation.settled_hessian records drawn at width M")
+    ap.add_argument("--settled", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: the "
+                    "infinite-horizon bracket of validation.settled_hessian records, drawn at width M with --plot, a "
+                    "column with --reference")
     args = ap.parse_args(argv)
+    settled = settled_brackets(args.settled)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
     joint_dims = [int(v) for v in args.joint.split(",")] if args.joint else [args.d]
@@ -329,7 +360,8 @@ def main(argv=None):
         head = ["# Finite-d crossings across widths against the published figures (phase retrieval)", "",
                 f"Generated by `python -m validation.forced_width --out {' '.join(map(str, args.out))} --dims "
                 f"{args.dims} --reference FILE"
-                + (" --delta-nn " + " ".join(map(str, args.delta_nn)) if args.delta_nn else "") + "` "
+                + (" --delta-nn " + " ".join(map(str, args.delta_nn)) if args.delta_nn else "")
+                + (" --settled " + " ".join(args.settled) if args.settled else "") + "` "
                 "(a = 1, b = 0, rho0 = 1, no weight decay, square loss, mean-field step, a fixed "
                 "horizon of 600 steps; GD: `thresholds validate` with 30-40 trials per point, as its report says; "
                 "forced: "
@@ -339,16 +371,21 @@ def main(argv=None):
                 "near them is a setting in which both land there, not a reproduction."
                 + ("  delta_NN: the d = inf threshold of `thresholds nn -T 600 [--m M] --json` on the default DMFT "
                    "law at the crossings' horizon (validation/reports/planted/width section 10)." if args.delta_nn
-                   else ""), ""]
+                   else "")
+                + ("  Infinite horizon: the bracket of validation.settled_hessian records (GD restricted to the "
+                   "complement of the hard subspace for 3 x 10^4 steps at the dimensions given; [low, high]: the "
+                   "hard outlier vanishes with the residuals at low and stays at high, every run; <= high: no delta "
+                   "below high where every run loses it; width section 11)." if args.settled else ""), ""]
         dims = tuple(int(v) for v in args.dims.split(","))
         nn = delta_nn_records(args.delta_nn) if args.delta_nn else None
-        args.reference.write_text("\n".join(head + reference_table(dims, out=args.out, nn=nn)) + "\n")
+        args.reference.write_text("\n".join(head + reference_table(dims, out=args.out, nn=nn, settled=settled))
+                                  + "\n")
     if args.plot:
         from thresholds.plots import crossing_vs_m_figure
         crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "
                              "(thresholds.forced) against GD" + (", and the d = inf delta_NN" if args.delta_nn else ""),
                              limits=delta_nn_limits(args.delta_nn), brackets=indicator_brackets(args.brackets),
-                             settled=settled_brackets(args.settled))
+                             settled=by_series(settled))
 
 
 if __name__ == "__main__":
