@@ -108,15 +108,26 @@ def test_run_resumes_only_runs_with_the_same_checkpoints(tmp_path):
 
 
 def test_settled_bracket_reads_which_outliers_stay():
-    from validation.settled_hessian import settled_bracket
+    from validation.settled_hessian import settled_bracket, verdict
 
-    def rec(delta, z0, z1, period_two=False):
-        return {"eta": 0.05, "delta": delta, "period_two": period_two,
-                "points": [{"step": 600, "z_H": z0}, {"step": 30000, "z_H": z1}]}
+    def rec(delta, *z, steps=(600, 30000), period_two=False, d=200):
+        return {"eta": 0.05, "delta": delta, "d": d, "period_two": period_two,
+                "points": [{"step": s, "z_H": v} for s, v in zip(steps, z)]}
     nan = math.nan
-    rows = [rec(1.5, -0.005, -1e-6), rec(1.5, -0.004, nan), rec(2.0, -0.015, -0.0003), rec(2.0, -0.015, -0.0001),
-            rec(2.5, -0.04, -0.015), rec(2.5, -0.04, -0.01), rec(3.0, -0.1, -0.07), rec(3.0, -0.1, nan, True)]
-    assert settled_bracket(rows) == (2.0, 2.5)     # R: 2.0 falls in both runs, 2.5 grows in both; the orbit is left out
+    # |z_H| 0.015 -> 1e-4 over 600 -> 30000: p = log(150) / log(50) = 1.28, L = eta 0.015 600 (1 - 50^(1 - p)) /
+    # (p - 1) = 1.07 and a tail eta 1e-4 30000 / (p - 1) = 0.54: 1.6 < log sqrt(200) = 2.65, bounded
+    rows = [rec(1.5, -0.005, -1e-6), rec(1.5, -0.004, nan), rec(2.0, -0.015, -1e-4), rec(2.0, -0.015, -5e-5),
+            rec(2.5, -0.04, -0.015), rec(2.5, -0.04, -0.01), rec(3.0, -0.1, -0.07), rec(3.0, -0.1, nan, period_two=True)]
+    assert [verdict(r) for r in rows[:7]] == ["bounded"] * 4 + ["stays"] * 3
+    assert settled_bracket(rows) == (2.0, 2.5)     # the orbit is left out
     rows[3] = rec(2.0, -0.015, -0.001)              # one run of delta 2 keeps its outlier: undecided there
     assert settled_bracket(rows) == (1.5, 2.5)
     assert settled_bracket(rows[:2]) == (1.5, None) and settled_bracket(rows[4:6]) == (None, 2.5)
+    # |z_H| 0.015 -> 2e-4: p = 1.10, the tail eta 2e-4 30000 / 0.10 = 2.9 takes the growth past log sqrt(200); at
+    # d = 10^6 (log sqrt(d) = 6.9) the same run is bounded
+    assert verdict(rec(2.0, -0.015, -2e-4)) == "escapes" and verdict(rec(2.0, -0.015, -2e-4, d=10**6)) == "bounded"
+    # an outlier gone by the last checkpoint after growing by e^12.6 over 600 -> 10^4 (p = 0.33): GD escapes first
+    late = rec(2.0, -0.05, -0.02, nan, steps=(600, 10000, 30000))
+    assert verdict(late) == "escapes"
+    assert settled_bracket([late, rec(1.5, -0.004, nan)]) == (1.5, 2.0)
+    assert verdict(rec(2.0, nan, -0.01)) == "?"     # an outlier that appears only at the end

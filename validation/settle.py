@@ -7,7 +7,8 @@ makes long horizons affordable and free of the finite-paths bias (validation/rep
 of T steps per delta, and at each of its 16 checkpoints (T/16, ..., T)
 
 * ||theta||^2 and the train loss (has the first phase stopped moving?);
-* the lower quantiles 1e-4, 1e-3, 1e-2 of the Hessian weight G (thresholds.hessian eq. (3)) and its minimum;
+* the lower quantiles 1e-4, 1e-3, 1e-2 of the Hessian weight G (thresholds.hessian eq. (3)) and its minimum
+  (m = 1; at ``--m`` >= 2 the weight is an m x m matrix and these columns are left out);
 * the left bulk edge and the hard-outlier indicator (thresholds.hessian eq. (4)) on the law clipped at its 1e-3
   quantile (a tail cut with a d = inf limit) and on the law cut at the extreme of n = delta D samples for each
   D in ``--edge-d`` (eq. (5); the left edge of a data set at d = D).
@@ -50,12 +51,14 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
     cuts = {0: spectra_of_law(setup, law, outliers="none")}
     cuts.update({D: spectra_of_law(setup, law, outliers="none", edge_d=D) for D in edge_dims})
     for step in sorted(law.steps):
-        Gs = [(hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y), np.asarray(r.w)) for r in law.steps[step]]
-        q = {str(p): mean_se([_weighted_quantile(G, w, p) for G, w in Gs]) for p in QUANTILES}
-        lows = [float(np.min(G)) for G, _ in Gs]
         row = {"step": step, "t": step * setup.eta, "norm2": float(res.norm2[step]),
                "norm2_err": float(res.norm2_err[step]), "train": float(res.train_loss[step]),
-               "train_err": float(res.train_loss_err[step]), "G_quantiles": q, "G_min": mean_se(lows)}
+               "train_err": float(res.train_loss_err[step]), "G_quantiles": None, "G_min": None}
+        if setup.m == 1:   # the scalar weight G of hessian eq. (3); at m >= 2 the weight is an m x m matrix
+            Gs = [(hessian_weight(setup.activation, setup.a, setup.b, r.u, r.y), np.asarray(r.w))
+                  for r in law.steps[step]]
+            row["G_quantiles"] = {str(p): mean_se([_weighted_quantile(G, w, p) for G, w in Gs]) for p in QUANTILES}
+            row["G_min"] = mean_se([float(np.min(G)) for G, _ in Gs])
         plain = cuts[0][step]
         row["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
         row["cut"] = {str(D): {"left_edge": [h.left_edge, h.left_edge_err],
@@ -89,8 +92,8 @@ def summary(lines: list, edge_dims) -> str:
                 "|" + "---|" * (8 + 2 * len(edge_dims))]
         for row in line["checkpoints"]:
             cells = [str(row["step"]), f"{row['t']:g}", f"{row['norm2']:.4f}", f"{row['train']:.4f}",
-                     _fmt(row["G_quantiles"]["0.001"], 2), _fmt(row["G_quantiles"]["0.01"], 2),
-                     _fmt(row["G_min"], 1), _fmt(row["clipped"])]
+                     *((_fmt(row["G_quantiles"]["0.001"], 2), _fmt(row["G_quantiles"]["0.01"], 2),
+                        _fmt(row["G_min"], 1)) if row["G_quantiles"] else ("-", "-", "-")), _fmt(row["clipped"])]
             for D in edge_dims:
                 cut = row["cut"].get(str(D))
                 cells += [_fmt(cut["left_edge"]), _fmt(cut["indicator"])] if cut else ["", ""]
@@ -108,16 +111,17 @@ def summary(lines: list, edge_dims) -> str:
 @click.option("--paths", type=int, default=160_000, help="paths, all replicas together")
 @click.option("--replicas", type=int, default=4)
 @click.option("--edge-d", "edge_dims", default="1000,4000", help="the D of the eq. (5) cuts, comma-separated")
+@click.option("--m", type=click.IntRange(min=1), default=1, help="width (m >= 2: the m x m engine on the law)")
 @click.option("--summary", "only_summary", is_flag=True)
-def main(activation, link, eta, steps, deltas, paths, replicas, edge_dims, only_summary):
+def main(activation, link, eta, steps, deltas, paths, replicas, edge_dims, m, only_summary):
     OUT.mkdir(parents=True, exist_ok=True)
-    path = OUT / f"{activation}_{link}_eta{eta:g}_T{steps}.jsonl"
+    path = OUT / f"{activation}_{link}_eta{eta:g}_T{steps}{f'_m{m}' if m > 1 else ''}.jsonl"
     dims = [int(v) for v in edge_dims.split(",") if v]
     if not only_summary:
         for delta in (float(v) for v in deltas.split(",")):
             if any(r["delta"] == delta and r["paths"] == paths for r in read(path)):
                 continue
-            setup = DMFTSetup(activation, link, delta, eta, steps, paths=paths, replicas=replicas,
+            setup = DMFTSetup(activation, link, delta, eta, steps, m=m, paths=paths, replicas=replicas,
                               source_tol=SOURCE_TOL, population_risk=True)
             append(path, run_delta(setup, dims))
             print(f"delta {delta:g} done", flush=True)

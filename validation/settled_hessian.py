@@ -158,24 +158,37 @@ def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Pat
                         log(f"m = {m}, delta {delta:g}, d = {d}: run {s}")
 
 
+def verdict(record: dict) -> str:
+    """What one run's hard outlier does after the first checkpoint: "stays" (at the last checkpoint, with R of eq.
+    (3) grown since the first), "bounded" (gone at the last checkpoint, or R fallen, with the whole growth of eq. (2),
+    tail included, below log sqrt(d): at this d GD's hard component does not reach O(1) along it after t_1),
+    "escapes" (gone or R fallen, but only after a growth of at least log sqrt(d): at this d GD escapes before the
+    outlier goes, and its going says nothing about larger d), or "?" (an outlier appearing late, R flat)."""
+    first, last = record["points"][0], record["points"][-1]
+    R = [remaining_growth(p, record["eta"]) for p in (first, last)]
+    if math.isfinite(last["z_H"]) and math.isfinite(first["z_H"]) and R[1] > R[0]:
+        return "stays"
+    if math.isfinite(last["z_H"]) and not (math.isfinite(first["z_H"]) and R[1] < R[0]):
+        return "?"
+    L, tail = log_growth([p["step"] for p in record["points"]], [p["z_H"] for p in record["points"]],
+                         record["eta"])
+    total = L[-1] + (tail if not math.isnan(tail) else 0.0)
+    return "bounded" if total < 0.5 * math.log(record["d"]) else "escapes"
+
+
 def settled_bracket(rows: list) -> tuple:
-    """The infinite-horizon threshold of one width bracketed by the records (every d together): (low, high), high the
-    smallest delta where every run ends with a hard outlier whose R (eq. (3)) grew from the first checkpoint to the
-    last (it stays), low the largest delta below it where every run ends without one or with R fallen (it
-    vanishes); None for an end without such a delta.  Runs in a period-2 orbit are left out."""
-    verdict = {}
+    """The infinite-horizon threshold of one width at the records' d, bracketed (every d together): (low, high),
+    high the smallest delta where every run's outlier stays or lets GD escape first (:func:`verdict`), low the
+    largest delta below it where every run's growth is bounded below sqrt(d); None for an end without such a delta.
+    Runs in a period-2 orbit are left out."""
+    verdicts = {}
     for r in rows:
-        if r["period_two"]:
-            continue
-        first, last = r["points"][0], r["points"][-1]
-        R = [remaining_growth(p, r["eta"]) for p in (first, last)]
-        stays = math.isfinite(last["z_H"]) and math.isfinite(first["z_H"]) and R[1] > R[0]
-        vanishes = not math.isfinite(last["z_H"]) or (math.isfinite(first["z_H"]) and R[1] < R[0])
-        verdict.setdefault(r["delta"], []).append("stays" if stays else "vanishes" if vanishes else "?")
-    staying = [dl for dl, v in verdict.items() if set(v) == {"stays"}]
-    high = min(staying) if staying else None
-    vanishing = [dl for dl, v in verdict.items() if set(v) == {"vanishes"} and (high is None or dl < high)]
-    return (max(vanishing) if vanishing else None), high
+        if not r["period_two"]:
+            verdicts.setdefault(r["delta"], []).append(verdict(r))
+    learning = [dl for dl, v in verdicts.items() if set(v) <= {"stays", "escapes"}]
+    high = min(learning) if learning else None
+    bounded = [dl for dl, v in verdicts.items() if set(v) == {"bounded"} and (high is None or dl < high)]
+    return (max(bounded) if bounded else None), high
 
 
 def _pm(values, fmt) -> str:
@@ -265,8 +278,9 @@ def plot(rows: list, path: Path) -> None:
 def compact(rows: list) -> list[str]:
     """Markdown, one line per (m, delta, d): the first and last checkpoints of :func:`summary` side by side."""
     lines = ["| m | delta | d | runs | train loss, first -> last checkpoint | a, evaluation eq. (5), at the first | "
-             "z_H (overlap^2), first -> last | R, eq. (3), first -> last | L at the last, eq. (2) | tail of L past it |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "z_H (overlap^2), first -> last | R, eq. (3), first -> last | L at the last, eq. (2) | tail of L past it | "
+             "runs: stays / escapes / bounded |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (act, link, eta, m, delta, d), (runs, _) in _groups(rows).items():
         if not runs:
             continue
@@ -281,7 +295,9 @@ def compact(rows: list) -> list[str]:
         lines.append(f"| {m} | {delta:g} | {d} | {len(runs)} | {ends('.3g', lambda p: p['train_loss'])} | {decay} | "
                      f"{ends('.4f', lambda p: p['z_H'])} ({_pm([r['points'][-1]['overlap2'] for r in runs], '.2f')}) | "
                      f"{ends('.3g', lambda p: remaining_growth(p, eta))} | {_pm([g[0][-1] for g in growth], '.2f')} | "
-                     f"{'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} |")
+                     f"{'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} | "
+                     + " / ".join(str(sum(verdict(r) == v for r in runs)) for v in ("stays", "escapes", "bounded"))
+                     + " |")
     return lines
 
 
