@@ -131,3 +131,21 @@ def test_settled_bracket_reads_which_outliers_stay():
     assert verdict(late) == "escapes"
     assert settled_bracket([late, rec(1.5, -0.004, nan)]) == (1.5, 2.0)
     assert verdict(rec(2.0, nan, -0.01)) == "?"     # an outlier that appears only at the end
+
+
+def test_tables_keep_runs_with_other_checkpoints_apart():
+    # two runs of one setup with different checkpoints: two rows, eq. (2) of each on its own steps (a constant z_H
+    # gives L = eta |z| (t_K - t_1))
+    from validation.settled_hessian import compact, summary
+
+    def rec(steps, seed):
+        return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 2, "delta": 30.0, "d": 400,
+                "seed": seed, "period_two": False,
+                "points": [{"step": s, "z_H": -0.01, "overlap2": 0.3, "train_loss": 0.9, "lambda_B": 0.001,
+                            "negative": 1} for s in steps]}
+    rows = [rec([600, 3000], 0), rec([600, 3000, 100000], 1)]
+    lines = [x for x in compact(rows) if x.startswith("| 2 |")]
+    assert [x.split(" | ")[3] for x in lines] == ["600-3000", "600-100000"]
+    assert [x.split(" | ")[9] for x in lines] == [f"{0.1 * 0.01 * 2400:.2f}", f"{0.1 * 0.01 * 99400:.2f}"]
+    assert all(x.endswith("| 1 / 0 / 0 |") for x in lines)
+    assert sum("tail past" in x for x in summary(rows)) == 2

@@ -82,16 +82,18 @@ def remaining_growth(point: dict, eta: float) -> float:
 
 
 def _groups(rows: list) -> dict:
-    """(activation, link, eta, m, delta, d) -> (the runs not in a period-2 orbit, how many were), sorted by setup."""
+    """(activation, link, eta, m, delta, d, checkpoints) -> (the runs not in a period-2 orbit, how many were), sorted
+    by setup (runs with other checkpoints are another group: eq. (2) is taken on a group's common checkpoints)."""
     groups = {}
     for r in rows:
-        kept, orbiting = groups.setdefault(tuple(r[k] for k in KEYS), ([], [0]))
+        key = tuple(r[k] for k in KEYS) + (tuple(p["step"] for p in r["points"]),)
+        kept, orbiting = groups.setdefault(key, ([], [0]))
         if r["period_two"]:
             orbiting[0] += 1
         else:
             kept.append(r)
     return {key: (groups[key][0], groups[key][1][0])
-            for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4]))}
+            for key in sorted(groups, key=lambda k: (k[0], k[2], k[3], k[5], k[4], k[6]))}
 
 
 def log_growth(steps, z, eta: float) -> tuple[np.ndarray, float]:
@@ -206,7 +208,7 @@ def summary(rows: list) -> list[str]:
     lines = ["| setup | d | runs | step | train loss | z_H (overlap^2) | lambda_B | negative eigenvalues | L, eq. (2) | "
              "R, eq. (3) |", "|---|---|---|---|---|---|---|---|---|---|"]
     orbits = []
-    for (act, link, eta, m, delta, d), (runs, orbiting) in _groups(rows).items():
+    for (act, link, eta, m, delta, d, _), (runs, orbiting) in _groups(rows).items():
         if orbiting:
             orbits.append(f"{act} m = {m} delta {delta:g} d = {d}: {orbiting}")
         if not runs:
@@ -277,11 +279,11 @@ def plot(rows: list, path: Path) -> None:
 
 def compact(rows: list) -> list[str]:
     """Markdown, one line per (m, delta, d): the first and last checkpoints of :func:`summary` side by side."""
-    lines = ["| m | delta | d | runs | train loss, first -> last checkpoint | a, evaluation eq. (5), at the first | "
+    lines = ["| m | delta | d | steps | runs | train loss, first -> last checkpoint | a, evaluation eq. (5), at the first | "
              "z_H (overlap^2), first -> last | R, eq. (3), first -> last | L at the last, eq. (2) | tail of L past it | "
              "runs: stays / escapes / bounded |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (act, link, eta, m, delta, d), (runs, _) in _groups(rows).items():
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for (act, link, eta, m, delta, d, _), (runs, _) in _groups(rows).items():
         if not runs:
             continue
         steps = [p["step"] for p in runs[0]["points"]]
@@ -292,7 +294,7 @@ def compact(rows: list) -> list[str]:
         tails = [g[1] for g in growth]
         decay = [r["points"][0].get("loss_decay") for r in runs]
         decay = _pm([v for v in decay if v is not None], ".2f") if any(v is not None for v in decay) else "-"
-        lines.append(f"| {m} | {delta:g} | {d} | {len(runs)} | {ends('.3g', lambda p: p['train_loss'])} | {decay} | "
+        lines.append(f"| {m} | {delta:g} | {d} | {steps[0]}-{steps[-1]} | {len(runs)} | {ends('.3g', lambda p: p['train_loss'])} | {decay} | "
                      f"{ends('.4f', lambda p: p['z_H'])} ({_pm([r['points'][-1]['overlap2'] for r in runs], '.2f')}) | "
                      f"{ends('.3g', lambda p: remaining_growth(p, eta))} | {_pm([g[0][-1] for g in growth], '.2f')} | "
                      f"{'inf' if any(math.isinf(t) for t in tails) else _pm(tails, '.2f')} | "
