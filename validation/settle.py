@@ -16,6 +16,12 @@ of T steps per delta, and at each of its 16 checkpoints (T/16, ..., T)
 One JSON line per delta in ``validation/reports/settle/<activation>_eta<eta>_T<T>.jsonl`` (a delta already in
 the file is skipped, so an interrupted job resumes); ``--summary`` prints the tables of the report.
 
+Paths: the run takes ``--paths`` as given (the default law's self-interaction check, thresholds.evaluation eq. (4),
+is not applied).  At m = 2 and long horizons 10000 paths per replica are too few: gelu, delta 28, eta 0.1, the train
+loss at step 2500 is 0.870 against 0.920 with 40000 per replica and GD's 0.91 at d = 400 and 800, and the gap grows
+(validation/reports/planted/width section 12); at m = 1 (delta 24) 10000 per replica move the settled train loss by
+0.018 and leave the indicator within its error.
+
 Run:  python -m validation.settle -a quad --eta 0.05 --steps 6400 --delta 10,11,12 [--paths 160000]
       python -m validation.settle -a quad --eta 0.05 --steps 6400 --summary
 """
