@@ -265,14 +265,16 @@ def plot(rows: list, path: Path) -> None:
     from thresholds.plots import settling_figure
     groups = {key: runs for key, (runs, _) in _groups(rows).items() if runs}
     panels = {}
-    for key in sorted(groups, key=lambda k: (k[3], k[5], k[4])):
+    horizons = len({key[6][-1] for key in groups}) > 1   # records of several horizons: say each curve's
+    for key in sorted(groups, key=lambda k: (k[3], k[5], k[4], k[6])):
         runs = groups[key]
         steps = [p["step"] for p in runs[0]["points"]]
         loss = [float(np.mean([r["points"][i]["train_loss"] for r in runs])) for i in range(len(steps))]
         z = [float(np.mean(v)) if (v := [abs(r["points"][i]["z_H"]) for r in runs
                                         if np.isfinite(r["points"][i]["z_H"])]) else math.nan
              for i in range(len(steps))]
-        panels.setdefault(f"m = {key[3]}", []).append((f"delta {key[4]:g}, d = {key[5]}", steps, loss, z))
+        label = f"delta {key[4]:g}, d = {key[5]}" + (f", to {steps[-1]}" if horizons else "")
+        panels.setdefault(f"m = {key[3]}", []).append((label, steps, loss, z))
     act, link, eta = next(iter(groups))[:3]
     settling_figure(path, panels, title=f"{act}, {link}, eta {eta:g}: GD restricted to the complement")
 
