@@ -104,6 +104,11 @@ def summary(lines: list, edge_dims) -> str:
                 cut = row["cut"].get(str(D))
                 cells += [_fmt(cut["left_edge"]), _fmt(cut["indicator"])] if cut else ["", ""]
             out.append("| " + " | ".join(cells) + " |")
+        per_replica = line["paths"] // line["replicas"]
+        short = [D for D in edge_dims if line["delta"] * D > per_replica]
+        if short:   # eq. (5) of thresholds.hessian then takes one data set of all the replica's paths
+            out += ["", "n = delta D above the " + f"{per_replica} paths of a replica for D = "
+                    + ", ".join(map(str, short)) + f": those columns are one data set of {per_replica} paths, not n"]
         out.append("")
     return "\n".join(out)
 
