@@ -373,9 +373,10 @@ def main(argv=None):
                    "law at the crossings' horizon (validation/reports/planted/width section 10)." if args.delta_nn
                    else "")
                 + ("  Infinite horizon: the bracket of validation.settled_hessian records (GD restricted to the "
-                   "complement of the hard subspace for 3 x 10^4 steps at the dimensions given; [low, high]: the "
-                   "hard outlier vanishes with the residuals at low and stays at high, every run; <= high: no delta "
-                   "below high where every run loses it; width section 11)." if args.settled else ""), ""]
+                   "complement of the hard subspace for 3 x 10^4 steps at the dimensions given; [low, high]: at low "
+                   "every run's hard outlier goes with a growth below sqrt(d), at high every run's stays or lets GD "
+                   "escape first (validation.settled_hessian.verdict); <= high: no delta below high where every "
+                   "run's growth is bounded; width sections 11-12)." if args.settled else ""), ""]
         dims = tuple(int(v) for v in args.dims.split(","))
         nn = delta_nn_records(args.delta_nn) if args.delta_nn else None
         args.reference.write_text("\n".join(head + reference_table(dims, out=args.out, nn=nn, settled=settled))

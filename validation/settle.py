@@ -13,8 +13,8 @@ of T steps per delta, and at each of its 16 checkpoints (T/16, ..., T)
   quantile (a tail cut with a d = inf limit) and on the law cut at the extreme of n = delta D samples for each
   D in ``--edge-d`` (eq. (5); the left edge of a data set at d = D).
 
-One JSON line per delta in ``validation/reports/settle/<activation>_eta<eta>_T<T>.jsonl`` (a delta already in
-the file is skipped, so an interrupted job resumes); ``--summary`` prints the tables of the report.
+One JSON line per delta in ``validation/reports/settle/<activation>_<link>_eta<eta>_T<T>[_m<m>].jsonl`` (a delta
+already in the file with the same paths is skipped, so an interrupted job resumes); ``--summary`` prints the tables of the report.
 
 Paths: the run takes ``--paths`` as given (the default law's self-interaction check, thresholds.evaluation eq. (4),
 is not applied).  At m = 2 and long horizons 10000 paths per replica are too few: gelu, delta 28, eta 0.1, the train

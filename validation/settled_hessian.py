@@ -20,6 +20,12 @@ R -> 0 and a finite L(inf) = L(t_K) + eta |z_H(t_K)| t_K / (p_K - 1) (the tail o
 the hard component grows by a bounded factor, and GD escapes only at d with log sqrt(d) below that growth (plus
 the sample forcing), never as d -> inf.
 
+A run's verdict (:func:`verdict`) reads the three together: the outlier stays (R grows), or it goes (gone at t_K,
+or R fallen) with L(t_K) plus its tail below log sqrt(d) (bounded: GD's O(d^-1/2) hard start does not reach O(1)
+along it after t_1), or it goes only after L has passed log sqrt(d) (escapes: at this d GD leaves along the hard
+direction first, and the outlier's going, which at gelu's widths is the finite-d first phase moving down its
+sample-localized bulk directions, says nothing about larger d; reports/planted/width section 12).
+
 That is what separates the widths of quad / phase retrieval (eta 0.05, reports/planted/width section 11): where
 the first phase interpolates (its train loss falls to 0 like a power law), every negative eigenvalue, the hard
 outliers' included, vanishes with the residuals; where it settles at a positive loss, the hard outliers stay.
