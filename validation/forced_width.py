@@ -213,8 +213,7 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
                 row += " - |"
             else:
                 low, high, at = b
-                row += (f" {'<=' if low is None else f'[{low:g},'} {high:g}{']' if low is not None else ''}"
-                        f" (d = {', '.join(map(str, at))}) |")
+                row += (f" <= {high:g}" if low is None else f" [{low:g}, {high:g}]") + f" (d = {', '.join(map(str, at))}) |"
                 admitted[(act, m)] = (low is None or low <= REFERENCE[act]) and REFERENCE[act] <= high
         lines.append(row)
         for d in dims:
@@ -226,20 +225,23 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
     lines += ["", f"Settings where a crossing of each activation lies within {tol:g} of its figure: "
               + ("; ".join(both) if both else "none") + "."]
     if nn:
-        per_act = {a: [m for (b, m), ok in sorted(held.items()) if b == a and ok] for a in REFERENCE}
-        done = {a: sorted(m for (b, m) in held if b == a) for a in REFERENCE}
+        per_act, text = _widths_holding(held)
         common = sorted(set.intersection(*(set(v) for v in per_act.values())))
-        lines += ["", "Widths whose d = inf delta_NN interval holds the figure: "
-                  + "; ".join(f"{a}: " + (", ".join(f"m = {m}" for m in per_act[a]) or "none")
-                              + f" (of m = {', '.join(map(str, done[a])) or '-'})" for a in REFERENCE)
+        lines += ["", "Widths whose d = inf delta_NN interval holds the figure: " + text
                   + "; both activations at one width: " + (", ".join(f"m = {m}" for m in common) or "none") + "."]
     if settled:
-        per_act = {a: [m for (b, m), ok in sorted(admitted.items()) if b == a and ok] for a in REFERENCE}
-        done = {a: sorted(m for (b, m) in admitted if b == a) for a in REFERENCE}
         lines += ["", "Widths whose infinite-horizon bracket (GD's first phase at finite d) admits the figure: "
-                  + "; ".join(f"{a}: " + (", ".join(f"m = {m}" for m in per_act[a]) or "none")
-                              + f" (of m = {', '.join(map(str, done[a])) or '-'})" for a in REFERENCE) + "."]
+                  + _widths_holding(admitted)[1] + "."]
     return lines
+
+
+def _widths_holding(ok: dict) -> tuple[dict, str]:
+    """(activation -> the widths m whose ``ok[(activation, m)]`` is true, their text per activation with the widths
+    tried)."""
+    per_act = {a: [m for (b, m), v in sorted(ok.items()) if b == a and v] for a in REFERENCE}
+    done = {a: sorted(m for (b, m) in ok if b == a) for a in REFERENCE}
+    return per_act, "; ".join(f"{a}: " + (", ".join(f"m = {m}" for m in per_act[a]) or "none")
+                              + f" (of m = {', '.join(map(str, done[a])) or '-'})" for a in REFERENCE)
 
 
 def delta_nn_records(files) -> dict:

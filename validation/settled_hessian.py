@@ -38,7 +38,7 @@ is of order 1 / (d m) at these d; the outliers' are 0.2-0.9).
     python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian_m*.jsonl
 
 One record per GD run (all its checkpoints), appended as it ends, so an interrupted run resumes (a run with other
-checkpoints is a new run; keep one set of checkpoints per file, which the tables assume).
+checkpoints is a new run; the tables keep runs with other checkpoints in separate rows).
 """
 
 from __future__ import annotations
@@ -214,12 +214,11 @@ def summary(rows: list) -> list[str]:
     lines = ["| setup | d | runs | step | train loss | z_H (overlap^2) | lambda_B | negative eigenvalues | L, eq. (2) | "
              "R, eq. (3) |", "|---|---|---|---|---|---|---|---|---|---|"]
     orbits = []
-    for (act, link, eta, m, delta, d, _), (runs, orbiting) in _groups(rows).items():
+    for (act, link, eta, m, delta, d, steps), (runs, orbiting) in _groups(rows).items():
         if orbiting:
             orbits.append(f"{act} m = {m} delta {delta:g} d = {d}: {orbiting}")
         if not runs:
             continue
-        steps = [p["step"] for p in runs[0]["points"]]
         growth = [log_growth(steps, [p["z_H"] for p in r["points"]], eta) for r in runs]
         for i, s in enumerate(steps):
             pts = [r["points"][i] for r in runs]
@@ -272,9 +271,8 @@ def plot(rows: list, path: Path) -> None:
     groups = {key: runs for key, (runs, _) in _groups(rows).items() if runs}
     panels = {}
     horizons = len({key[6][-1] for key in groups}) > 1   # records of several horizons: say each curve's
-    for key in sorted(groups, key=lambda k: (k[3], k[5], k[4], k[6])):
-        runs = groups[key]
-        steps = [p["step"] for p in runs[0]["points"]]
+    for key, runs in groups.items():   # _groups' order: one activation and eta per file, then m, d, delta
+        steps = list(key[6])
         loss = [float(np.mean([r["points"][i]["train_loss"] for r in runs])) for i in range(len(steps))]
         z = [float(np.mean(v)) if (v := [abs(r["points"][i]["z_H"]) for r in runs
                                         if np.isfinite(r["points"][i]["z_H"])]) else math.nan
@@ -291,10 +289,9 @@ def compact(rows: list) -> list[str]:
              "z_H (overlap^2), first -> last | R, eq. (3), first -> last | L at the last, eq. (2) | tail of L past it | "
              "runs: stays / escapes / bounded |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for (act, link, eta, m, delta, d, _), (runs, _) in _groups(rows).items():
+    for (act, link, eta, m, delta, d, steps), (runs, _) in _groups(rows).items():
         if not runs:
             continue
-        steps = [p["step"] for p in runs[0]["points"]]
         growth = [log_growth(steps, [p["z_H"] for p in r["points"]], eta) for r in runs]
 
         def ends(fmt, value):   # the first and the last checkpoints' means
