@@ -20,5 +20,17 @@ def test_settle_runs_at_width_two_and_names_short_data_sets(monkeypatch, tmp_pat
     assert all(r["G_quantiles"] is None and set(r["cut"]) == {"0", "100", "1000"} for r in line["checkpoints"])
     assert "| 32 | 3.2 |" in res.output and "| - | - | - |" in res.output
     assert "for D = 1000: those columns are one data set of 1000 paths" in res.output   # 3 x 1000 > 1000
+    assert len(line["sources"]) == 2                                    # eq. (6f) of the run's own sources
+    assert abs(line["self_interaction"] - 3 * (sum(line["sources"]) / 2 + 2) / 1000) < 1e-12
+    assert f"self-interaction {line['self_interaction']:.3f}" in res.output
     again = CliRunner().invoke(settle.main, args)                                        # resumed: no second run
     assert again.exit_code == 0 and len(path.read_text().splitlines()) == 1
+
+
+def test_settle_flags_a_law_biased_by_its_paths():
+    # thresholds.dmft eq. (6f) above SELF_INTERACTION_MAX is flagged; a line without the record says nothing
+    from validation.settle import _paths_note
+    assert _paths_note({"sources": [30, 34], "self_interaction": 0.12}) == (
+        "; sources 30-34, self-interaction 0.120 > 0.05: biased by its paths")
+    assert _paths_note({"sources": [30, 34], "self_interaction": 0.02}) == "; sources 30-34, self-interaction 0.020"
+    assert _paths_note({"delta": 3.0}) == ""

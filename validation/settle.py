@@ -16,11 +16,16 @@ of T steps per delta, and at each of its 16 checkpoints (T/16, ..., T)
 One JSON line per delta in ``validation/reports/settle/<activation>_<link>_eta<eta>_T<T>[_m<m>].jsonl`` (a delta
 already in the file with the same paths is skipped, so an interrupted job resumes); ``--summary`` prints the tables of the report.
 
-Paths: the run takes ``--paths`` as given (the default law's self-interaction check, thresholds.evaluation eq. (4),
-is not applied).  At m = 2 and long horizons 10000 paths per replica are too few: gelu, delta 28, eta 0.1, the train
+Paths: the run takes ``--paths`` as given, and each line records the sources its replicas opened and the law's
+self-interaction s = delta (r + m) / N of thresholds.dmft eq. (6f) (r the mean sources opened, N the paths per
+replica); the summary flags a line whose s exceeds thresholds.nn.SELF_INTERACTION_MAX (the bound at which
+``thresholds nn`` draws more paths, thresholds.evaluation eq. (4)): its law is biased by its paths, and the remedy
+is ``--paths`` N s / SELF_INTERACTION_TARGET per replica.  At m = 2 and long horizons 10000 paths per replica are too few: gelu, delta 28, eta 0.1, the train
 loss at step 2500 is 0.870 against 0.920 with 40000 per replica and GD's 0.91 at d = 400 and 800, and the gap grows
 (validation/reports/planted/width section 12); at m = 1 (delta 24) 10000 per replica move the settled train loss by
-0.018 and leave the indicator within its error.
+0.018 and leave the indicator within its error.  Between path counts the settled ||theta||^2 moves within its
+replica spread (m = 1, delta 24, step 3000: 2.088 +- 0.083 / 1.993 / 1.949 +- 0.044 / 1.991 +- 0.037 at 4 x 5000 /
+10000 / 20000 / 40000 paths): that 4 x 10000 and 4 x 40000 settle at the same four digits (1.9934) is chance.
 
 Run:  python -m validation.settle -a quad --eta 0.05 --steps 6400 --delta 10,11,12 [--paths 160000]
       python -m validation.settle -a quad --eta 0.05 --steps 6400 --summary
@@ -35,9 +40,10 @@ from pathlib import Path
 import click
 import numpy as np
 
-from thresholds.dmft import DMFTSetup, solve_dmft
+from thresholds.dmft import DMFTSetup, self_interaction, solve_dmft
 from thresholds.hessian import hessian_weight, spectra_of_law
 from thresholds.laws import dmft_law
+from thresholds.nn import SELF_INTERACTION_MAX
 from thresholds.numbers import mean_se
 from validation.records import append, read
 
@@ -53,7 +59,8 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
     # kernels would take 64 (T + 1)^2 bytes (13 GB at T = 20000)
     law = dmft_law(res)
     line = {"delta": setup.delta, "steps": setup.steps, "paths": setup.paths, "replicas": setup.replicas,
-            "source_tol": setup.source_tol, "seconds_dmft": time.time() - start, "checkpoints": []}
+            "source_tol": setup.source_tol, "seconds_dmft": time.time() - start, "sources": [int(r) for r in res.sources],
+            "self_interaction": self_interaction(setup, setup.paths // setup.replicas, res.sources), "checkpoints": []}
     cuts = {0: spectra_of_law(setup, law, outliers="none")}
     cuts.update({D: spectra_of_law(setup, law, outliers="none", edge_d=D) for D in edge_dims})
     for step in sorted(law.steps):
@@ -87,12 +94,22 @@ def _fmt(pair, digits=3) -> str:
     return f"{v:+.{digits}f} +- {e:.{digits}f}" if math.isfinite(e) else f"{v:+.{digits}f}"
 
 
+def _paths_note(line) -> str:
+    """The sources opened and the self-interaction of thresholds.dmft eq. (6f), flagged above SELF_INTERACTION_MAX;
+    nothing for lines recorded before the sources were kept."""
+    size = line.get("self_interaction")
+    if size is None:
+        return ""
+    flag = f" > {SELF_INTERACTION_MAX:g}: biased by its paths" if size > SELF_INTERACTION_MAX else ""
+    return f"; sources {min(line['sources'])}-{max(line['sources'])}, self-interaction {size:.3f}{flag}"
+
+
 def summary(lines: list, edge_dims) -> str:
     """Markdown tables, one per delta: the checkpoints' norm, train loss, G quantiles and indicators."""
     out = []
     for line in sorted(lines, key=lambda r: r["delta"]):
         out += [f"### delta = {line['delta']:g} ({line['replicas']} x {line['paths'] // line['replicas']} paths, "
-                f"source_tol {line['source_tol']:g}, {line['seconds']:.0f} s)", "",
+                f"source_tol {line['source_tol']:g}, {line['seconds']:.0f} s{_paths_note(line)})", "",
                 "| step | t | norm2 | train | G q1e-3 | G q1e-2 | G min | indicator, G clipped at 1e-3 | "
                 + " | ".join(f"edge (n = delta {D}) | indicator (n = delta {D})" for D in edge_dims) + " |",
                 "|" + "---|" * (8 + 2 * len(edge_dims))]
