@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thresholds.dmft import DMFTSetup, solve_dmft
+from thresholds.dmft import DMFTSetup, self_interaction, solve_dmft
 from validation.simulate import GDSetup, run_gd
 
 OUT = Path(__file__).parent / "reports" / "width"
@@ -27,9 +27,10 @@ PATHS, REPLICAS = 40_000, 4
 CASES = [("gelu", "phase_retrieval", 4.0, 0.2, 40, (1, 2, 4, 8)),
          ("quad", "phase_retrieval", 6.0, 0.05, 100, (4,))]
 KEYS = ("norm2", "overlap_init", "train_loss", "test_loss")
-# (activation, m): also run the DMFT with 4x the paths per replica (train loss versus the number of
-# paths: the finite-N self-interaction of the sources back-end, README)
+# (activation, m): also run the DMFT with 4x the paths per replica and with the truncated source basis (train loss
+# versus the number of paths: the finite-N self-interaction of the sources back-end, README)
 PATH_CHECK = {("quad", 4)}
+TRUNCATED_TOL = 1e-3   # thresholds.dmft eq. (6b): the source basis whose law is free of the paths' self-interaction
 
 
 def run_case(act, link, delta, eta, steps, m):
@@ -101,15 +102,7 @@ def write_report(cases, out, title, command, path_check=frozenset()):
                     worst.append((abs(z), f"{act} m={m} t={t} {key}"))
                     lines.append(f"| {t} | {key} | {v:.4f} +- {e:.4f} | {sim.mean():.4f} +- {se:.4f} | {z:+.2f} |")
             if (act, m) in path_check:
-                big = solve_dmft(DMFTSetup(act, link, delta, eta, steps, m=m, paths=2 * PATHS, replicas=2, seed=2))
-                lines += ["", f"Train loss versus paths per replica ({PATHS // REPLICAS} above; GD in the last column):",
-                          "", "| t | DMFT, " + f"{PATHS // REPLICAS} paths/replica | DMFT, {PATHS} paths/replica | GD |",
-                          "|---|---|---|---|"]
-                for t in (steps // 4, steps // 2, steps):
-                    sim = gd["train_loss"][:, t]
-                    lines.append(f"| {t} | {dm.train_loss[t]:.4f} +- {dm.train_loss_err[t]:.4f} | "
-                                 f"{big.train_loss[t]:.4f} +- {big.train_loss_err[t]:.4f} | "
-                                 f"{sim.mean():.4f} +- {sim.std(ddof=1) / math.sqrt(sim.size):.4f} |")
+                lines += _path_check(act, link, delta, eta, steps, m, dm, gd)
             png = f"{act}_{link}_m{m}.png" if link != "phase_retrieval" else f"{act}_m{m}.png"
             figure(out / png, dm, gd, f"{act} / {link}: delta={delta:g} eta={eta:g} m={m}, DMFT vs GD d={D}")
             lines += ["", f"![{act} m={m}]({png})", ""]
@@ -121,6 +114,32 @@ def write_report(cases, out, title, command, path_check=frozenset()):
               f"{n_out} with |z| > 3.", ""]
     (out / "README.md").write_text("\n".join(lines))
     print("\n".join(lines[-3:]))
+
+
+def _path_check(act, link, delta, eta, steps, m, dm, gd) -> list:
+    """Train loss against the paths per replica and the source basis: the full basis at PATHS / REPLICAS and
+    PATHS per replica (2 replicas), and the basis truncated at TRUNCATED_TOL (thresholds.dmft eq. (6b)) at 4 x
+    PATHS, each with its self-interaction s of thresholds.dmft eq. (6f), the bias of the law's own paths."""
+    runs = [(f"full basis, {PATHS // REPLICAS} paths/replica", dm),
+            (f"full basis, {PATHS} paths/replica",
+             solve_dmft(DMFTSetup(act, link, delta, eta, steps, m=m, paths=2 * PATHS, replicas=2, seed=2))),
+            (f"tolerance {TRUNCATED_TOL:g}, {PATHS} paths/replica",
+             solve_dmft(DMFTSetup(act, link, delta, eta, steps, m=m, paths=4 * PATHS, replicas=4, seed=1,
+                                  source_tol=TRUNCATED_TOL)))]
+    sizes = [self_interaction(r.setup, r.setup.paths // r.setup.replicas, r.sources) for _, r in runs]
+    out = ["", "Train loss against the paths per replica and the source basis (the first column is the DMFT above; "
+           "s: the self-interaction of thresholds.dmft eq. (6f), delta (r + m) / N with r the sources opened; z of "
+           "the last DMFT column against GD):", "",
+           "| t | " + " | ".join(f"DMFT, {name} (s = {size:.3f})" for (name, _), size in zip(runs, sizes))
+           + " | GD | z |", "|---|" + "---|" * (len(runs) + 2)]
+    for t in (steps // 4, steps // 2, steps):
+        sim = gd["train_loss"][:, t]
+        se = sim.std(ddof=1) / math.sqrt(sim.size)
+        last = runs[-1][1]
+        z = (last.train_loss[t] - sim.mean()) / math.hypot(last.train_loss_err[t], se)
+        out.append(f"| {t} | " + " | ".join(f"{r.train_loss[t]:.4f} +- {r.train_loss_err[t]:.4f}" for _, r in runs)
+                   + f" | {sim.mean():.4f} +- {se:.4f} | {z:+.2f} |")
+    return out
 
 
 if __name__ == "__main__":
