@@ -20,12 +20,15 @@ Paths: the run takes ``--paths`` as given, and each line records the sources its
 self-interaction s = delta (r + m) / N of thresholds.dmft eq. (6f) (r the mean sources opened, N the paths per
 replica); the summary flags a line whose s exceeds thresholds.nn.SELF_INTERACTION_MAX (the bound at which
 ``thresholds nn`` draws more paths, thresholds.evaluation eq. (4)): its law is biased by its paths, and the remedy
-is ``--paths`` N s / SELF_INTERACTION_TARGET per replica.  At m = 2 and long horizons 10000 paths per replica are too few: gelu, delta 28, eta 0.1, the train
-loss at step 2500 is 0.870 against 0.920 with 40000 per replica and GD's 0.91 at d = 400 and 800, and the gap grows
-(validation/reports/planted/width section 12); at m = 1 (delta 24) 10000 per replica move the settled train loss by
-0.018 and leave the indicator within its error.  Between path counts the settled ||theta||^2 moves within its
-replica spread (m = 1, delta 24, step 3000: 2.088 +- 0.083 / 1.993 / 1.949 +- 0.044 / 1.991 +- 0.037 at 4 x 5000 /
-10000 / 20000 / 40000 paths): that 4 x 10000 and 4 x 40000 settle at the same four digits (1.9934) is chance.
+is ``--paths`` N s / SELF_INTERACTION_TARGET per replica.  Measured on gelu / phase retrieval, eta 0.1
+(validation/reports/planted/width section 12b): by 3000-5000 steps m = 1 opens 22-48 sources per replica, m = 2
+96-127 and m = 4 172-202, so 40000 paths per replica give s = 0.015-0.021 at m = 1 but 0.076-0.097 at m = 2 (delta
+28-32) and 0.15-0.18 at m = 4 (delta 30-40).  A biased law fits more: m = 2, delta 32, step 5000, train loss 0.928
+at s = 0.097 against 0.950 at s = 0.029 (4 x 120000 paths), the indicator +0.009 +- 0.003 against +0.016 +- 0.005;
+with 10000 paths per replica (s >= 0.29 with the sources of 5000 steps) the m = 2 law drifts to 0.815 at 10^4 steps.
+Between path counts the settled ||theta||^2 moves within its replica spread (m = 1, delta 24, step 3000: 2.088 +-
+0.083 / 1.993 / 1.949 +- 0.044 / 1.991 +- 0.037 at 4 x 5000 / 10000 / 20000 / 40000 paths): that 4 x 10000 and 4 x
+40000 settle at the same four digits (1.9934) is chance.
 
 Run:  python -m validation.settle -a quad --eta 0.05 --steps 6400 --delta 10,11,12 [--paths 160000]
       python -m validation.settle -a quad --eta 0.05 --steps 6400 --summary
@@ -59,7 +62,8 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
     # kernels would take 64 (T + 1)^2 bytes (13 GB at T = 20000)
     law = dmft_law(res)
     line = {"delta": setup.delta, "steps": setup.steps, "paths": setup.paths, "replicas": setup.replicas,
-            "source_tol": setup.source_tol, "seconds_dmft": time.time() - start, "sources": [int(r) for r in res.sources],
+            "source_tol": setup.source_tol, "seconds_dmft": time.time() - start,
+            "sources": [int(r) for r in res.sources],
             "self_interaction": self_interaction(setup, setup.paths // setup.replicas, res.sources), "checkpoints": []}
     cuts = {0: spectra_of_law(setup, law, outliers="none")}
     cuts.update({D: spectra_of_law(setup, law, outliers="none", edge_d=D) for D in edge_dims})
