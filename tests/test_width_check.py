@@ -11,7 +11,7 @@ def test_path_check_lists_the_self_interaction_of_each_basis(monkeypatch):
     monkeypatch.setattr(width_check, "REPLICAS", 4)
     dm = solve_dmft(DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, 8, m=2, paths=800, replicas=4, seed=1))
     gd = {"train_loss": np.full((3, 9), 0.5) + np.arange(3)[:, None] * 0.01}   # mean 0.51, s.e. 0.01 / sqrt(3)
-    lines = width_check._path_check("quad", "phase_retrieval", 3.0, 0.05, 8, 2, dm, gd)
+    lines, zs = width_check._path_check("quad", "phase_retrieval", 3.0, 0.05, 8, 2, dm, gd)
     header = next(line for line in lines if line.startswith("| t |"))
     sizes = [float(part.split("s = ")[1].split(")")[0]) for part in header.split("|") if "s = " in part]
     # full basis: every step opens m sources, r = 16; 200 paths per replica, then 800
@@ -20,4 +20,4 @@ def test_path_check_lists_the_self_interaction_of_each_basis(monkeypatch):
     rows = [line for line in lines if line.startswith("| 2 |") or line.startswith("| 4 |") or line.startswith("| 8 |")]
     assert len(rows) == 3 and all(row.count("+-") == 4 for row in rows)
     z = float(rows[-1].rstrip(" |").split("|")[-1])
-    assert np.isfinite(z)
+    assert np.isfinite(z) and len(zs) == 3 and abs(zs[-1] - z) < 0.006
