@@ -137,11 +137,10 @@ def _path_check(act, link, delta, eta, steps, m, dm, gd):
            "the last DMFT column against GD):", "",
            "| t | " + " | ".join(f"DMFT, {name} (s = {size:.3f})" for (name, _), size in zip(runs, sizes))
            + " | GD | z |", "|---|" + "---|" * (len(runs) + 2)]
-    zs = []
+    zs, last = [], runs[-1][1]
     for t in (steps // 4, steps // 2, steps):
         sim = gd["train_loss"][:, t]
         se = sim.std(ddof=1) / math.sqrt(sim.size)
-        last = runs[-1][1]
         zs.append((last.train_loss[t] - sim.mean()) / math.hypot(last.train_loss_err[t], se))
         out.append(f"| {t} | " + " | ".join(f"{r.train_loss[t]:.4f} +- {r.train_loss_err[t]:.4f}" for _, r in runs)
                    + f" | {sim.mean():.4f} +- {se:.4f} | {zs[-1]:+.2f} |")
