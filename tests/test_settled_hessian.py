@@ -149,3 +149,16 @@ def test_tables_keep_runs_with_other_checkpoints_apart():
     assert [x.split(" | ")[9] for x in lines] == [f"{0.1 * 0.01 * 2400:.2f}", f"{0.1 * 0.01 * 99400:.2f}"]
     assert all(x.endswith("| 1 / 0 / 0 |") for x in lines)
     assert sum("tail past" in x for x in summary(rows)) == 2
+
+
+def test_brackets_table_reads_each_d_alone():
+    # one width at two d: at d = 200 delta 2 is bounded and 2.5 stays ([2, 2.5]); at d = 400 delta 2 stays (<= 2)
+    from validation.settled_hessian import brackets
+
+    def rec(delta, d, *z):
+        return {"activation": "quad", "eta": 0.05, "m": 4, "delta": delta, "d": d, "period_two": False,
+                "points": [{"step": s, "z_H": v} for s, v in zip((600, 30000), z)]}
+    rows = [rec(2.0, 200, -0.015, -1e-4), rec(2.5, 200, -0.04, -0.015), rec(2.0, 400, -0.04, -0.02)]
+    lines = brackets(rows)
+    assert lines[2:] == ["| 4 | 200 | 600-30000 | 2: 0 / 0 / 1; 2.5: 1 / 0 / 0 | [2, 2.5] |",
+                         "| 4 | 400 | 600-30000 | 2: 1 / 0 / 0 | <= 2 |"]

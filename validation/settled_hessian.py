@@ -199,6 +199,26 @@ def settled_bracket(rows: list) -> tuple:
     return (max(bounded) if bounded else None), high
 
 
+def brackets(rows: list) -> list[str]:
+    """Markdown, one line per (m, d, checkpoints): every delta's verdicts (stays / escapes / bounded) and the
+    :func:`settled_bracket` of that d alone."""
+    cells = {}
+    for r in rows:
+        key = (r["activation"], r["eta"], r["m"], r["d"], tuple(p["step"] for p in r["points"]))
+        cells.setdefault(key, []).append(r)
+    lines = ["| m | d | steps | delta: stays / escapes / bounded | bracket |", "|---|---|---|---|---|"]
+    for (act, eta, m, d, steps), runs in sorted(cells.items()):
+        by_delta = {}
+        for r in runs:
+            by_delta.setdefault(r["delta"], []).append(verdict(r))
+        low, high = settled_bracket(runs)
+        lines.append(f"| {m} | {d} | {steps[0]}-{steps[-1]} | "
+                     + "; ".join(f"{dl:g}: " + " / ".join(str(v.count(k)) for k in ("stays", "escapes", "bounded"))
+                                 for dl, v in sorted(by_delta.items()))
+                     + f" | {'-' if high is None else (f'<= {high:g}' if low is None else f'[{low:g}, {high:g}]')} |")
+    return lines
+
+
 def _pm(values, fmt) -> str:
     v = [x for x in values if np.isfinite(x)]
     if not v:
@@ -326,6 +346,8 @@ def main(argv=None):
     ap.add_argument("--summary", type=Path, nargs="+", help="print the table of these records files and stop")
     ap.add_argument("--plot", type=Path, help="also draw the train loss and |z_H| against the step (PNG)")
     ap.add_argument("--compact", action="store_true", help="one line per (m, delta, d): first and last checkpoints")
+    ap.add_argument("--brackets", action="store_true",
+                    help="one line per (m, d): every delta's verdicts and the bracket at that d alone")
     ap.add_argument("--dmft-cache", action="store_true",
                     help="print eq. (5) of thresholds.evaluation for every cached DMFT run of -a at --eta and stop")
     args = ap.parse_args(argv)
@@ -342,7 +364,7 @@ def main(argv=None):
         run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
             [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out)
     rows = [r for f in (args.summary or [args.out]) for r in records.read(f)]
-    print("\n".join(compact(rows) if args.compact else summary(rows)))
+    print("\n".join(brackets(rows) if args.brackets else compact(rows) if args.compact else summary(rows)))
     if args.plot:
         plot(rows, args.plot)
 
