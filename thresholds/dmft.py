@@ -557,6 +557,10 @@ class DMFTResult:
     label_tail: tuple = None             # with a label cap (eq. (10d)): (rejected, drawn) paths over the replicas
     replica_train: np.ndarray = None     # (replicas, T+1) train loss per replica (None: cached before it was kept)
 
+    def self_interaction(self) -> float | None:
+        """Eq. (6f) of this run: delta (r + m) / N over its replicas' sources and its paths per replica."""
+        return self_interaction(self.setup, self.setup.paths // self.setup.replicas, self.sources)
+
     def to_json(self, every: int = 1) -> dict:
         steps = []
         for i in range(0, len(self.t), every):

@@ -79,7 +79,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from . import cache as _disk
-from .dmft import DMFTResult, DMFTSetup, checkpoints, self_interaction, solve_dmft, unstable_fraction
+from .dmft import DMFTResult, DMFTSetup, checkpoints, solve_dmft, unstable_fraction
 from .errors import UnsupportedError
 from .hessian import check_supported, spectra_of_law
 from .laws import FirstPhaseLaw, dmft_law, thinned
@@ -109,11 +109,11 @@ def first_phase(setup: NNSetup, delta: float, *, cache: bool = True, progress=No
     auto = not setup.paths
     run_setup = replace(base, paths=int(paths)) if paths else base
     res = solve_dmft(run_setup, cache=cache, progress=progress)
-    size = self_interaction(run_setup, run_setup.paths // run_setup.replicas, res.sources)
+    size = res.self_interaction()
     if auto and not paths and size is not None and size > SELF_INTERACTION_MAX:
         run_setup = replace(base, paths=base.replicas * more_paths(base.paths // base.replicas, size))
         res = solve_dmft(run_setup, cache=cache, progress=progress)
-        size = self_interaction(run_setup, run_setup.paths // run_setup.replicas, res.sources)
+        size = res.self_interaction()
     return FirstPhase(run_setup, res, run_setup.paths, base.paths if auto else run_setup.paths, size)
 
 

@@ -43,7 +43,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from thresholds.dmft import DMFTSetup, self_interaction, solve_dmft
+from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.hessian import hessian_weight, spectra_of_law
 from thresholds.laws import dmft_law
 from thresholds.nn import SELF_INTERACTION_MAX
@@ -64,7 +64,7 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
     line = {"delta": setup.delta, "steps": setup.steps, "paths": setup.paths, "replicas": setup.replicas,
             "source_tol": setup.source_tol, "seconds_dmft": time.time() - start,
             "sources": [int(r) for r in res.sources],
-            "self_interaction": self_interaction(setup, setup.paths // setup.replicas, res.sources), "checkpoints": []}
+            "self_interaction": res.self_interaction(), "checkpoints": []}
     cuts = {0: spectra_of_law(setup, law, outliers="none")}
     cuts.update({D: spectra_of_law(setup, law, outliers="none", edge_d=D) for D in edge_dims})
     for step in sorted(law.steps):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from thresholds.dmft import DMFTSetup, self_interaction, solve_dmft
+from thresholds.dmft import DMFTSetup, solve_dmft
 from validation.simulate import GDSetup, run_gd
 
 OUT = Path(__file__).parent / "reports" / "width"
@@ -131,7 +131,7 @@ def _path_check(act, link, delta, eta, steps, m, dm, gd):
             (f"tolerance {TRUNCATED_TOL:g}, {PATHS} paths/replica",
              solve_dmft(DMFTSetup(act, link, delta, eta, steps, m=m, paths=4 * PATHS, replicas=4, seed=1,
                                   source_tol=TRUNCATED_TOL)))]
-    sizes = [self_interaction(r.setup, r.setup.paths // r.setup.replicas, r.sources) for _, r in runs]
+    sizes = [r.self_interaction() for _, r in runs]
     out = ["", "Train loss against the paths per replica and the source basis (the first column is the DMFT above; "
            "s: the self-interaction of thresholds.dmft eq. (6f), delta (r + m) / N with r the sources opened; z of "
            "the last DMFT column against GD):", "",
