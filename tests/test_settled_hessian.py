@@ -156,7 +156,8 @@ def test_brackets_table_reads_each_d_alone():
     from validation.settled_hessian import brackets
 
     def rec(delta, d, *z):
-        return {"activation": "quad", "eta": 0.05, "m": 4, "delta": delta, "d": d, "period_two": False,
+        return {"activation": "quad", "link": "phase_retrieval", "eta": 0.05, "m": 4, "delta": delta, "d": d,
+                "period_two": False,
                 "points": [{"step": s, "z_H": v} for s, v in zip((600, 30000), z)]}
     rows = [rec(2.0, 200, -0.015, -1e-4), rec(2.5, 200, -0.04, -0.015), rec(2.0, 400, -0.04, -0.02)]
     lines = brackets(rows)

@@ -183,6 +183,7 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
     delta_NN and the widths whose interval holds the figure.  ``settled`` ((activation, eta, m) -> (low, high,
     dims), :func:`settled_brackets`): a column with the infinite-horizon bracket of GD's first phase at finite d
     and the widths whose bracket admits the figure (low None: open below)."""
+    from validation.settled_hessian import bracket_text
     near, held, admitted = {}, {}, {}
     lines = ["| activation, eta | m | " + " | ".join(f"GD, d = {d}" for d in dims) + " | "
              + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |"
@@ -213,7 +214,7 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
                 row += " - |"
             else:
                 low, high, at = b
-                row += (f" <= {high:g}" if low is None else f" [{low:g}, {high:g}]") + f" (d = {', '.join(map(str, at))}) |"
+                row += f" {bracket_text(low, high)} (d = {', '.join(map(str, at))}) |"
                 admitted[(act, m)] = (low is None or low <= REFERENCE[act]) and REFERENCE[act] <= high
         lines.append(row)
         for d in dims:

@@ -199,23 +199,26 @@ def settled_bracket(rows: list) -> tuple:
     return (max(bounded) if bounded else None), high
 
 
+def bracket_text(low, high) -> str:
+    """A :func:`settled_bracket` as text: "[low, high]", "<= high" without a low end, "-" without a high end."""
+    return "-" if high is None else f"<= {high:g}" if low is None else f"[{low:g}, {high:g}]"
+
+
 def brackets(rows: list) -> list[str]:
-    """Markdown, one line per (m, d, checkpoints): every delta's verdicts (stays / escapes / bounded) and the
-    :func:`settled_bracket` of that d alone."""
+    """Markdown, one line per (m, d, checkpoints): every delta's verdicts (stays / escapes / bounded, the runs of
+    :func:`_groups`) and the :func:`settled_bracket` of that d alone."""
     cells = {}
-    for r in rows:
-        key = (r["activation"], r["eta"], r["m"], r["d"], tuple(p["step"] for p in r["points"]))
-        cells.setdefault(key, []).append(r)
+    for (act, _, eta, m, delta, d, steps), (runs, _) in _groups(rows).items():
+        if runs:
+            by_delta, kept = cells.setdefault((act, eta, m, d, steps), ({}, []))
+            by_delta[delta] = [verdict(r) for r in runs]
+            kept += runs
     lines = ["| m | d | steps | delta: stays / escapes / bounded | bracket |", "|---|---|---|---|---|"]
-    for (act, eta, m, d, steps), runs in sorted(cells.items()):
-        by_delta = {}
-        for r in runs:
-            by_delta.setdefault(r["delta"], []).append(verdict(r))
-        low, high = settled_bracket(runs)
+    for (act, eta, m, d, steps), (by_delta, kept) in sorted(cells.items()):
         lines.append(f"| {m} | {d} | {steps[0]}-{steps[-1]} | "
                      + "; ".join(f"{dl:g}: " + " / ".join(str(v.count(k)) for k in ("stays", "escapes", "bounded"))
                                  for dl, v in sorted(by_delta.items()))
-                     + f" | {'-' if high is None else (f'<= {high:g}' if low is None else f'[{low:g}, {high:g}]')} |")
+                     + f" | {bracket_text(*settled_bracket(kept))} |")
     return lines
 
 
