@@ -409,7 +409,9 @@ class DMFTSetup:
             del key["label_cap"]
         return key
 
-    def validate(self):
+    def validate(self, *, kernels: bool = True):
+        """A ThresholdsError (UnsupportedError) for a setup the back-ends cannot run, or whose storage
+        (``memory_bytes``, with or without the two-time ``kernels``) passes the limit."""
         if not (isinstance(self.delta, (int, float)) and math.isfinite(self.delta) and self.delta > 0):
             raise ThresholdsError(f"delta must be > 0, got {self.delta}")
         self.problem.validate()
@@ -482,7 +484,7 @@ class DMFTSetup:
                                    "Carlo g (g_nodes = 0)")
         if self.m > 1 and self.response != "sources":
             raise UnsupportedError("m > 1 neurons are solved by the 'sources' back-end")
-        need = self.memory_bytes()
+        need = self.memory_bytes(kernels=kernels)
         if need > MAX_MEMORY:
             raise ThresholdsError(f"this DMFT needs about {need / 2**30:.0f} GiB (steps = {self.steps}, "
                                   f"{self.paths // self.replicas} paths per replica, m = {self.m}); the limit is "
@@ -494,19 +496,19 @@ class DMFTSetup:
         full = self.steps * self.m
         return min(full, INITIAL_SOURCE_ROWS * self.m) if self.source_tol else full
 
-    def memory_bytes(self, rows: int = None) -> int:
+    def memory_bytes(self, rows: int = None, *, kernels: bool = True) -> int:
         """Storage of one replica in bytes (float64, the per-path arrays at ``path_dtype``, eq. (6d)): the kernels
-        C, Cpsi ((T+1)^2 m^2 each), the sources' Bt and
-        Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n per
+        C, Cpsi ((T+1)^2 m^2 each; not with ``kernels`` False, which solve_dmft(kernels=False) does not form), the
+        sources' Bt and Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n per
         source row; a fourth for the squared sources of eq. (6c) with ``response_noise``; ``pathwise``: the
         tangents, n T^2).  The source rows are ``rows``, by default T m with every source and the initial
         room of a truncated basis (eq. (6b)), whose arrays grow with the sources it opens (the run refuses to
         grow them past the limit)."""
         T, m, n = self.steps, self.m, self.paths // max(self.replicas, 1)
-        kernels = 4 * (T + 1) ** 2 * m * m
+        two_time = (4 if kernels else 2) * (T + 1) ** 2 * m * m
         rows = self.first_source_rows() if rows is None else rows
         paths = (3 + bool(self.response_noise)) * n * rows if self.response != "pathwise" else n * (T + 1) ** 2
-        return 8 * kernels + np.dtype(self.path_dtype).itemsize * paths
+        return 8 * two_time + np.dtype(self.path_dtype).itemsize * paths
 
 
 @dataclass
@@ -966,14 +968,14 @@ def _whiten_compact(P, psi, omega, wpsi, coef, PsitT, Lpsi, r, floor):
     return J
 
 
-def _grow_source_rows(setup, t, arrays, need):
+def _grow_source_rows(setup, t, arrays, need, kernels=True):
     """The per-path arrays of a truncated basis (eq. (6b); rows = sources, columns = paths) with room for ``need``
     source rows: twice the rows (at least ``need``, at most T m), the rows so far copied, the rest zero.  A
-    ThresholdsError when the replica would then pass the memory limit."""
+    ThresholdsError when the replica (with the two-time ``kernels`` or without) would then pass the memory limit."""
     rows = min(setup.steps * setup.m, max(need, 2 * arrays[0].shape[0]))
-    if setup.memory_bytes(rows) > MAX_MEMORY:
+    if setup.memory_bytes(rows, kernels=kernels) > MAX_MEMORY:
         raise ThresholdsError(f"this DMFT opened {need - setup.m}+ sources by step {t} and needs more than "
-                              f"{setup.memory_bytes(rows) / 2**30:.0f} GiB ({setup.paths // setup.replicas} paths per "
+                              f"{setup.memory_bytes(rows, kernels=kernels) / 2**30:.0f} GiB ({setup.paths // setup.replicas} paths per "
                               f"replica, m = {setup.m}); the limit is {MAX_MEMORY / 2**30:.0f} GiB "
                               "(THRESHOLDS_MAX_MEMORY_GB): fewer paths or a larger source tolerance")
     grown = []
@@ -1087,7 +1089,7 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         if setup.own_term:
             own.record(epsT[:r])
         if r + M > epsT.shape[0]:   # eq. (6b): room for the m sources this step may open
-            epsT, PsitT, both = _grow_source_rows(setup, t, (epsT, PsitT, both), r + M)
+            epsT, PsitT, both = _grow_source_rows(setup, t, (epsT, PsitT, both), r + M, kernels)
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
         _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows, omega,
                       noise_rng, joint)
@@ -1247,9 +1249,9 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
     ``sources`` back-end only): the result's two-time C and Cpsi are None, the per-step curves unchanged
     (a forced trial keeps only those: at m = 4 and 600 steps C and Cpsi are 46 MB each, and forming them 2-4%
     of the run's time); such a result is never cached."""
-    setup.validate()
     if not kernels and setup.response != "sources":
         raise ThresholdsError("only the 'sources' back-end can skip the two-time kernels")
+    setup.validate(kernels=kernels)
     if cache and kernels:
         from . import cache as _cache
         hit = _cache.load("dmft", setup.cache_key(), expect=DMFTResult)
