@@ -209,23 +209,33 @@ def test_joint_offset_against_hand_computed_cells():
 
 def test_reference_table_adds_the_infinite_horizon_brackets(tmp_path):
     # --settled with --reference: a column [low, high] (or <= high, open below) with the records' d, and the widths
-    # whose bracket admits the published figure (quad 3.6, gelu 6.0)
-    from validation.forced_width import reference_table
-    settled = {("quad", 0.05, 8): (2.0, 2.5, [400, 800]), ("quad", 0.05, 4): (None, 4.0, [400, 800, 1600]),
-               ("gelu", 0.1, 1): (20.0, 28.0, [400])}
+    # whose bracket admits the published figure (quad 3.6, gelu 6.0), over every d and at one d alone
+    from validation.forced_width import SettledBracket, reference_table
+    settled = {("quad", 0.05, 8): SettledBracket(2.0, 2.5, [400, 800], {400: (2.0, 2.5), 800: (None, 2.5)}),
+               ("quad", 0.05, 4): SettledBracket(None, 4.0, [400, 800, 1600],
+                                                 {400: (None, 4.0), 800: (4.0, None), 1600: (3.0, 5.0)}),
+               ("gelu", 0.1, 1): SettledBracket(20.0, 28.0, [400], {400: (20.0, 28.0)}),
+               ("gelu", 0.1, 8): SettledBracket(None, 6.0, [200, 400], {200: (None, 6.0), 400: (6.0, 10.0)})}
     lines = reference_table((200,), out=tmp_path, settled=settled)
     assert lines[0].endswith("| published figure | infinite horizon, GD's first phase (finite d) |")
     assert len({line.count("|") for line in lines if line.startswith("|")}) == 1
-    assert next(x for x in lines if x.startswith("| quad, 0.05 | 8 |")).endswith("| 3.6 | [2, 2.5] (d = 400, 800) |")
-    assert next(x for x in lines if x.startswith("| quad, 0.05 | 4 |")).endswith("| <= 4 (d = 400, 800, 1600) |")
+    assert next(x for x in lines if x.startswith("| quad, 0.05 | 8 |")).endswith(
+        "| 3.6 | [2, 2.5] (d = 400, 800); d = 400: [2, 2.5], d = 800: <= 2.5 |")
+    assert next(x for x in lines if x.startswith("| quad, 0.05 | 4 |")).endswith(
+        "| <= 4 (d = 400, 800, 1600); d = 400: <= 4, d = 800: -, d = 1600: [3, 5] |")
+    assert next(x for x in lines if x.startswith("| gelu, 0.1 | 1 |")).endswith("| 6 | [20, 28] (d = 400) |")
     assert next(x for x in lines if x.startswith("| quad, 0.05 | 2 |")).endswith("| 3.6 | - |")
-    assert lines[-1] == ("Widths whose infinite-horizon bracket (GD's first phase at finite d) admits the figure: "
-                         "gelu: none (of m = 1); quad: m = 4 (of m = 4, 8).")
+    assert lines[-3:] == [
+        "Widths whose infinite-horizon bracket (GD's first phase at finite d, every d together) holds the figure: "
+        "gelu: none (of m = 1, 8); quad: none (of m = 4, 8); open below and not excluding it: gelu: m = 8 "
+        "(of m = 1, 8); quad: m = 4 (of m = 4, 8).", "",
+        "At one d alone, holding it: gelu: m = 8 (d = 400); quad: m = 4 (d = 1600); open below and not excluding "
+        "it: gelu: m = 8 (d = 200); quad: m = 4 (d = 400)."]
 
 
 def test_settled_brackets_refuse_records_of_another_activation(tmp_path):
     import pytest
-    from validation.forced_width import by_series, settled_brackets
+    from validation.forced_width import SettledBracket, by_series, settled_brackets
 
     def rec(act, delta, z):
         point = lambda step, zz: {"step": step, "z_H": zz, "overlap": 0.3}  # noqa: E731
@@ -234,7 +244,11 @@ def test_settled_brackets_refuse_records_of_another_activation(tmp_path):
     f = tmp_path / "s.jsonl"
     f.write_text(rec("quad", 2.0, float("nan")) + rec("quad", 3.0, -0.05))
     got = settled_brackets([f"quad:0.05:8={f}"])
-    assert got == {("quad", 0.05, 8): (2.0, 3.0, [400])}
+    assert got == {("quad", 0.05, 8): SettledBracket(2.0, 3.0, [400], {400: (2.0, 3.0)})}
     assert by_series(got) == {"quad, eta 0.05": [(8, 2.0, 3.0)]}
+    # a second d whose run at delta 2 keeps its outlier: the bracket over both d opens below, each d keeps its own
+    f.write_text(f.read_text() + rec("quad", 2.0, -0.05).replace('"d": 400', '"d": 800'))
+    assert settled_brackets([f"quad:0.05:8={f}"])[("quad", 0.05, 8)] == SettledBracket(
+        None, 3.0, [400, 800], {400: (2.0, 3.0), 800: (None, 2.0)})
     with pytest.raises(SystemExit, match="not all of activation gelu"):
         settled_brackets([f"gelu:0.05:8={f}"])

@@ -180,11 +180,13 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
     """Markdown: per (activation, m) the GD and forced crossings at each d against the published figure, and
     the (m, d) at which both activations have a crossing (GD or forced) within ``tol`` of their figures.  ``nn``
     ((activation, eta, m) -> `thresholds nn --json` record, :func:`delta_nn_records`): a column with the d = inf
-    delta_NN and the widths whose interval holds the figure.  ``settled`` ((activation, eta, m) -> (low, high,
-    dims), :func:`settled_brackets`): a column with the infinite-horizon bracket of GD's first phase at finite d
-    and the widths whose bracket admits the figure (low None: open below)."""
+    delta_NN and the widths whose interval holds the figure.  ``settled`` ((activation, eta, m) ->
+    :class:`SettledBracket`, :func:`settled_brackets`): a column with the infinite-horizon bracket of GD's first
+    phase at finite d, over every d of the records and, where they hold several, at each d alone, and the widths
+    whose bracket holds the figure (a closed bracket) or does not exclude it (open below: no delta under its high
+    end where every run is bounded), over every d and at some d alone."""
     from validation.settled_hessian import bracket_text
-    near, held, admitted = {}, {}, {}
+    near, held, admitted, admitted_at = {}, {}, {}, {}
     lines = ["| activation, eta | m | " + " | ".join(f"GD, d = {d}" for d in dims) + " | "
              + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |"
              + (" delta_NN, d = inf (600 steps) |" if nn else "")
@@ -213,9 +215,12 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
             if b is None:
                 row += " - |"
             else:
-                low, high, at = b
-                row += f" {bracket_text(low, high)} (d = {', '.join(map(str, at))}) |"
-                admitted[(act, m)] = (low is None or low <= REFERENCE[act]) and REFERENCE[act] <= high
+                row += f" {bracket_text(b.low, b.high)} (d = {', '.join(map(str, b.dims))})"
+                if len(b.per_d) > 1:
+                    row += "; " + ", ".join(f"d = {d}: {bracket_text(*lh)}" for d, lh in sorted(b.per_d.items()))
+                row += " |"
+                admitted[(act, m)] = _admits(b.low, b.high, REFERENCE[act])
+                admitted_at[(act, m)] = {d: _admits(*lh, REFERENCE[act]) for d, lh in sorted(b.per_d.items())}
         lines.append(row)
         for d in dims:
             near[(m, d, act)] = [src for src, v in (("GD", gd.get(d)), ("forced", forced.get(d)))
@@ -231,9 +236,27 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
         lines += ["", "Widths whose d = inf delta_NN interval holds the figure: " + text
                   + "; both activations at one width: " + (", ".join(f"m = {m}" for m in common) or "none") + "."]
     if settled:
-        lines += ["", "Widths whose infinite-horizon bracket (GD's first phase at finite d) admits the figure: "
-                  + _widths_holding(admitted)[1] + "."]
+        def at_one(kind):   # "m = M (d = ...)" per activation: the widths with a d whose bracket is of this kind
+            cells = {a: [f"m = {m} (d = {', '.join(str(d) for d, k in ds.items() if k == kind)})"
+                         for (b, m), ds in sorted(admitted_at.items()) if b == a and kind in ds.values()]
+                     for a in REFERENCE}
+            return "; ".join(f"{a}: " + (", ".join(cells[a]) or "none") for a in REFERENCE)
+        lines += ["", "Widths whose infinite-horizon bracket (GD's first phase at finite d, every d together) holds "
+                  "the figure: " + _widths_holding({k: v == "holds" for k, v in admitted.items()})[1]
+                  + "; open below and not excluding it: "
+                  + _widths_holding({k: v == "open" for k, v in admitted.items()})[1] + ".",
+                  "", "At one d alone, holding it: " + at_one("holds") + "; open below and not excluding it: "
+                  + at_one("open") + "."]
     return lines
+
+
+def _admits(low, high, figure: float) -> str | None:
+    """"holds" when the closed bracket [low, high] holds ``figure``, "open" when a bracket open below (low None: no
+    delta under high where every run is bounded) does not exclude it, None otherwise (high None: no delta keeps the
+    outlier)."""
+    if high is None or figure > high:
+        return None
+    return "open" if low is None else "holds" if low <= figure else None
 
 
 def _widths_holding(ok: dict) -> tuple[dict, str]:
@@ -298,11 +321,24 @@ def indicator_brackets(specs) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class SettledBracket:
+    """The infinite-horizon bracket of one width (validation.settled_hessian.settled_bracket) over every d of its
+    records (``low``, ``high``; None for an open end), those ``dims``, and the bracket at each d alone (``per_d``:
+    d -> (low, high)), which can differ (validation/reports/planted/width section 12c)."""
+
+    low: float | None
+    high: float | None
+    dims: list
+    per_d: dict
+
+
 def settled_brackets(specs) -> dict:
-    """(activation, eta, m) -> (low, high, dims) from ``ACT:ETA:M=FILE[,FILE...]`` specs: the infinite-horizon
+    """(activation, eta, m) -> :class:`SettledBracket` from ``ACT:ETA:M=FILE[,FILE...]`` specs: the infinite-horizon
     bracket of validation.settled_hessian records (settled_bracket: where the hard outlier of GD's first phase stays
-    or vanishes over 3 x 10^4 steps, finite d) and the dimensions of the records.  Every record must be of the
-    spec's activation (records of other widths or step sizes in the files are skipped)."""
+    or vanishes over 3 x 10^4 steps, finite d), over every d together and at each d.  Every record must be of the
+    spec's activation (records of other widths or step sizes in the files are skipped); over every d together some
+    delta must keep its outlier."""
     from validation.settled_hessian import settled_bracket
     out = {}
     for spec in specs:
@@ -313,15 +349,17 @@ def settled_brackets(specs) -> dict:
         low, high = settled_bracket(rows)
         if high is None:
             raise SystemExit(f"--settled {spec!r}: no delta of the records keeps its outlier")
-        out[(act, eta, m)] = (low, high, sorted({int(r["d"]) for r in rows}))
+        dims = sorted({int(r["d"]) for r in rows})
+        out[(act, eta, m)] = SettledBracket(low, high, dims,
+                                            {d: settled_bracket([r for r in rows if int(r["d"]) == d]) for d in dims})
     return out
 
 
 def by_series(brackets: dict) -> dict:
     """Series label -> [(m, low, high)] of :func:`settled_brackets`' output, as the figure draws them."""
     out = {}
-    for (act, eta, m), (low, high, _) in brackets.items():
-        out.setdefault(f"{act}, eta {eta:g}", []).append((m, low, high))
+    for (act, eta, m), b in brackets.items():
+        out.setdefault(f"{act}, eta {eta:g}", []).append((m, b.low, b.high))
     return out
 
 
@@ -379,7 +417,9 @@ def main(argv=None):
                    "complement of the hard subspace for 3 x 10^4 steps at the dimensions given; [low, high]: at low "
                    "every run's hard outlier goes with a growth below sqrt(d), at high every run's stays or lets GD "
                    "escape first (validation.settled_hessian.verdict); <= high: no delta below high where every "
-                   "run's growth is bounded; width sections 11-12)." if args.settled else ""), ""]
+                   "run's growth is bounded; over every d of the records, then at each d alone where they hold "
+                   "several, since the bracket moves with d; a bracket open below does not exclude a figure under "
+                   "its high end, it does not hold it; width sections 11-12c)." if args.settled else ""), ""]
         dims = tuple(int(v) for v in args.dims.split(","))
         nn = delta_nn_records(args.delta_nn) if args.delta_nn else None
         args.reference.write_text("\n".join(head + reference_table(dims, out=args.out, nn=nn, settled=settled))
