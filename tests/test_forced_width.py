@@ -209,7 +209,8 @@ def test_joint_offset_against_hand_computed_cells():
 
 def test_reference_table_adds_the_infinite_horizon_brackets(tmp_path):
     # --settled with --reference: a column [low, high] (or <= high, open below) with the records' d, and the widths
-    # whose bracket admits the published figure (quad 3.6, gelu 6.0), over every d and at one d alone
+    # whose bracket holds the published figure (quad 3.6, gelu 6.0) or, open below, does not exclude it, over every d
+    # and at one d alone
     from validation.forced_width import SettledBracket, reference_table
     settled = {("quad", 0.05, 8): SettledBracket(2.0, 2.5, [400, 800], {400: (2.0, 2.5), 800: (None, 2.5)}),
                ("quad", 0.05, 4): SettledBracket(None, 4.0, [400, 800, 1600],

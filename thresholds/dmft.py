@@ -499,8 +499,8 @@ class DMFTSetup:
     def memory_bytes(self, rows: int = None, *, kernels: bool = True) -> int:
         """Storage of one replica in bytes (float64, the per-path arrays at ``path_dtype``, eq. (6d)): the kernels
         C, Cpsi ((T+1)^2 m^2 each; not with ``kernels`` False, which solve_dmft(kernels=False) does not form), the
-        sources' Bt and Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination for u, n per
-        source row; a fourth for the squared sources of eq. (6c) with ``response_noise``; ``pathwise``: the
+        sources' Bt and Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination
+        for u, n per source row; a fourth for the squared sources of eq. (6c) with ``response_noise``; ``pathwise``: the
         tangents, n T^2).  The source rows are ``rows``, by default T m with every source and the initial
         room of a truncated basis (eq. (6b)), whose arrays grow with the sources it opens (the run refuses to
         grow them past the limit)."""
@@ -973,9 +973,10 @@ def _grow_source_rows(setup, t, arrays, need, kernels=True):
     source rows: twice the rows (at least ``need``, at most T m), the rows so far copied, the rest zero.  A
     ThresholdsError when the replica (with the two-time ``kernels`` or without) would then pass the memory limit."""
     rows = min(setup.steps * setup.m, max(need, 2 * arrays[0].shape[0]))
-    if setup.memory_bytes(rows, kernels=kernels) > MAX_MEMORY:
+    size = setup.memory_bytes(rows, kernels=kernels)
+    if size > MAX_MEMORY:
         raise ThresholdsError(f"this DMFT opened {need - setup.m}+ sources by step {t} and needs more than "
-                              f"{setup.memory_bytes(rows, kernels=kernels) / 2**30:.0f} GiB ({setup.paths // setup.replicas} paths per "
+                              f"{size / 2**30:.0f} GiB ({setup.paths // setup.replicas} paths per "
                               f"replica, m = {setup.m}); the limit is {MAX_MEMORY / 2**30:.0f} GiB "
                               "(THRESHOLDS_MAX_MEMORY_GB): fewer paths or a larger source tolerance")
     grown = []
