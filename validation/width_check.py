@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from thresholds.dmft import DMFTSetup, solve_dmft
+from thresholds.numbers import mean_se
 from validation.simulate import GDSetup, run_gd
 
 OUT = Path(__file__).parent / "reports" / "width"
@@ -96,11 +97,9 @@ def write_report(cases, out, title, command, path_check=frozenset()):
             for t in (steps // 4, steps // 2, steps):
                 for key in _keys(dm):
                     v, e = getattr(dm, key)[t], getattr(dm, key + "_err")[t]
-                    sim = gd[key][:, t]
-                    se = sim.std(ddof=1) / math.sqrt(sim.size)
-                    z = (v - sim.mean()) / math.hypot(e, se)
+                    mean, se, z = _against_gd(v, e, gd[key][:, t])
                     worst.append((abs(z), f"{act} m={m} t={t} {key}"))
-                    lines.append(f"| {t} | {key} | {v:.4f} +- {e:.4f} | {sim.mean():.4f} +- {se:.4f} | {z:+.2f} |")
+                    lines.append(f"| {t} | {key} | {v:.4f} +- {e:.4f} | {mean:.4f} +- {se:.4f} | {z:+.2f} |")
             if (act, m) in path_check:
                 table, zs = _path_check(act, link, delta, eta, steps, m, dm, gd)
                 lines += table
@@ -139,12 +138,18 @@ def _path_check(act, link, delta, eta, steps, m, dm, gd):
            + " | GD | z |", "|---|" + "---|" * (len(runs) + 2)]
     zs, last = [], runs[-1][1]
     for t in (steps // 4, steps // 2, steps):
-        sim = gd["train_loss"][:, t]
-        se = sim.std(ddof=1) / math.sqrt(sim.size)
-        zs.append((last.train_loss[t] - sim.mean()) / math.hypot(last.train_loss_err[t], se))
+        mean, se, z = _against_gd(last.train_loss[t], last.train_loss_err[t], gd["train_loss"][:, t])
+        zs.append(z)
         out.append(f"| {t} | " + " | ".join(f"{r.train_loss[t]:.4f} +- {r.train_loss_err[t]:.4f}" for _, r in runs)
-                   + f" | {sim.mean():.4f} +- {se:.4f} | {zs[-1]:+.2f} |")
+                   + f" | {mean:.4f} +- {se:.4f} | {z:+.2f} |")
     return out, zs
+
+
+def _against_gd(value, err, sim) -> tuple[float, float, float]:
+    """GD's mean and s.e. over its runs ``sim`` and z = (DMFT - GD) / sqrt(se_DMFT^2 + se_GD^2) of the DMFT's
+    ``value`` +- ``err``."""
+    mean, se = mean_se(sim)
+    return mean, se, (value - mean) / math.hypot(err, se)
 
 
 if __name__ == "__main__":
