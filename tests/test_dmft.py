@@ -347,6 +347,31 @@ def test_a_truncated_basis_grows_its_path_arrays_with_the_sources_it_opens(monke
         solve_dmft(setup)
 
 
+def test_a_truncated_basis_allocates_its_coefficients_by_the_sources_it_opens():
+    """eq. (6b): Bt and Lpsi of a truncated basis have a source axis with the path arrays' room, not T m entries.
+    m = 4 over 400 steps (tolerance 1e-2 opens about 90 sources of the 256 of room): every source would take
+    8 ((T + 1) m T m + (T m)^2) = 41 MB for those two arrays alone; the run's peak of traced allocations (8.2 MB,
+    compiled kernels warm) stays within twice the memory estimate of its room (7.8 MB, most of it Bt and Lpsi;
+    the rest is the per-step temporaries and the result)."""
+    import tracemalloc
+
+    import thresholds.dmft as dmft
+
+    setup = DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, 400, m=4, paths=200, replicas=1, source_tol=1e-2,
+                      population_risk=False)
+    T, m = setup.steps, setup.m
+    every_source = 8 * ((T + 1) * m * T * m + (T * m) ** 2)
+    solve_dmft(replace(setup, steps=5), kernels=False)   # the kernels' compilation is traced too
+    tracemalloc.start()
+    try:
+        run = solve_dmft(setup, kernels=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert run.sources[0] < dmft.INITIAL_SOURCE_ROWS * m          # no growth: the estimate's room is the run's
+    assert peak < 2 * setup.memory_bytes(kernels=False) < every_source
+
+
 def test_truncated_sources_remove_the_path_bias_at_long_horizons():
     """quad / phase retrieval, delta 16, eta 0.05, 200 steps (validation/reports/dmft_paths: 400): the
     plain sources scheme's ||theta||^2 falls by about 6 standard errors from 4 x 4000 to 4 x 12000 paths

@@ -116,9 +116,10 @@ def test_a_dmft_too_large_for_memory_is_refused_up_front():
 
 
 def test_a_dmft_without_its_two_time_kernels_is_sized_without_them():
-    # m = 8 over 3000 steps: C and Cpsi are 4.6 GB each, so the run that skips them fits where the full one does not
+    # m = 8 over 3000 steps: C and Cpsi are 4.6 GB each, so the run that skips them (1e6 paths per replica,
+    # 12 GiB in the path arrays) fits where the full one does not
     from thresholds.dmft import MAX_MEMORY, DMFTSetup, solve_dmft
-    setup = DMFTSetup("gelu", "phase_retrieval", 40.0, 0.1, 3000, m=8, paths=2_000_000, replicas=4, source_tol=1e-3)
+    setup = DMFTSetup("gelu", "phase_retrieval", 40.0, 0.1, 3000, m=8, paths=4_000_000, replicas=4, source_tol=1e-3)
     full, skip = setup.memory_bytes(), setup.memory_bytes(kernels=False)
     T, m = setup.steps + 1, setup.m
     assert full - skip == 8 * 2 * T**2 * m**2

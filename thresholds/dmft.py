@@ -52,8 +52,9 @@ Responses (the cost driver), chosen by ``response``:
   its eps_J cannot carry the own term.  The self-interaction becomes O(r(eps) delta / N) with
   r(eps) << t m (22-29 of 400 at eps = 1e-3 in the case above, where ||theta||^2 at step 400 is
   0.721 / 0.726 / 0.725 / 0.726 from 10k to 80k paths per replica), and the cost per step falls
-  from O(N t m) to O(N r), and the memory of the per-path arrays from O(N T m) to O(N r): they start with
-  room for INITIAL_SOURCE_ROWS sources per neuron and double when the opened sources fill it.  Error model:
+  from O(N t m) to O(N r), and the memory of the per-path arrays from O(N T m) to O(N r), that of the
+  coefficients Bt and Lpsi from O(T^2 m^2) to O(T m r): their source axes start with room for
+  INITIAL_SOURCE_ROWS sources per neuron and double when the opened sources fill it.  Error model:
   the Monte Carlo error (the spread over replicas), the truncation, O(eps), and the remaining
   self-interaction, O(r delta / N); the last two are not bounded a priori but measured: by the dependence
   on the number of paths (a straight line in 1/N whose slope must be consistent with 0) and by a second
@@ -499,14 +500,16 @@ class DMFTSetup:
     def memory_bytes(self, rows: int = None, *, kernels: bool = True) -> int:
         """Storage of one replica in bytes (float64, the per-path arrays at ``path_dtype``, eq. (6d)): the kernels
         C, Cpsi ((T+1)^2 m^2 each; not with ``kernels`` False, which solve_dmft(kernels=False) does not form), the
-        sources' Bt and Lpsi (~T^2 m^2 each) and the per-path arrays (eps, the whitened psi and their combination
-        for u, n per source row; a fourth for the squared sources of eq. (6c) with ``response_noise``; ``pathwise``: the
-        tangents, n T^2).  The source rows are ``rows``, by default T m with every source and the initial
-        room of a truncated basis (eq. (6b)), whose arrays grow with the sources it opens (the run refuses to
-        grow them past the limit)."""
+        sources' Bt and Lpsi ((T+1) m and T m by the source rows) and the per-path arrays (eps, the whitened psi
+        and their combination for u, n per source row; a fourth for the squared sources of eq. (6c) with
+        ``response_noise``; ``pathwise``: two more two-time arrays and the tangents, n T^2).  The source rows are
+        ``rows``, by default T m with every source and the initial room of a truncated basis (eq. (6b)), whose
+        arrays grow with the sources it opens (the run refuses to grow them past the limit)."""
         T, m, n = self.steps, self.m, self.paths // max(self.replicas, 1)
-        two_time = (4 if kernels else 2) * (T + 1) ** 2 * m * m
         rows = self.first_source_rows() if rows is None else rows
+        kernels_size = (2 if kernels else 0) * (T + 1) ** 2 * m * m
+        two_time = (kernels_size + (2 * T + 1) * m * rows if self.response == "sources"
+                    else kernels_size + 2 * (T + 1) ** 2 * m * m)
         paths = (3 + bool(self.response_noise)) * n * rows if self.response != "pathwise" else n * (T + 1) ** 2
         return 8 * two_time + np.dtype(self.path_dtype).itemsize * paths
 
@@ -885,7 +888,7 @@ def _rescale_to_sphere(t, width, A, Bt, Msig, rho0, delta):
                + np.sum(Msig[t + 1] ** 2, axis=0))
     scale = rho0 / np.sqrt(sq_norm)
     A[t + 1] *= scale[:, None]
-    Bt[t + 1] *= scale[:, None]
+    Bt[t + 1, :, :width] *= scale[:, None]
     Msig[t + 1] *= scale[None, :]
 
 
@@ -968,10 +971,11 @@ def _whiten_compact(P, psi, omega, wpsi, coef, PsitT, Lpsi, r, floor):
     return J
 
 
-def _grow_source_rows(setup, t, arrays, need, kernels=True):
-    """The per-path arrays of a truncated basis (eq. (6b); rows = sources, columns = paths) with room for ``need``
-    source rows: twice the rows (at least ``need``, at most T m), the rows so far copied, the rest zero.  A
-    ThresholdsError when the replica (with the two-time ``kernels`` or without) would then pass the memory limit."""
+def _grow_source_rows(setup, t, arrays, coefficients, need, kernels=True):
+    """The per-path arrays of a truncated basis (eq. (6b); rows = sources, columns = paths) and its coefficient
+    arrays (Bt, Lpsi; last axis = sources) with room for ``need`` sources: twice the room (at least ``need``, at
+    most T m), the entries so far copied, the rest zero.  A ThresholdsError when the replica (with the two-time
+    ``kernels`` or without) would then pass the memory limit."""
     rows = min(setup.steps * setup.m, max(need, 2 * arrays[0].shape[0]))
     size = setup.memory_bytes(rows, kernels=kernels)
     if size > MAX_MEMORY:
@@ -979,12 +983,16 @@ def _grow_source_rows(setup, t, arrays, need, kernels=True):
                               f"{size / 2**30:.0f} GiB ({setup.paths // setup.replicas} paths per "
                               f"replica, m = {setup.m}); the limit is {MAX_MEMORY / 2**30:.0f} GiB "
                               "(THRESHOLDS_MAX_MEMORY_GB): fewer paths or a larger source tolerance")
-    grown = []
-    for old in arrays:
-        new = np.zeros((rows, old.shape[1]), dtype=old.dtype)
-        new[: old.shape[0]] = old
-        grown.append(new)
-    return grown
+    return [_with_room(a, rows, 0) for a in arrays], [_with_room(c, rows, -1) for c in coefficients]
+
+
+def _with_room(old, size, axis):
+    """A zero array like ``old`` with ``size`` entries along ``axis``, ``old`` copied into its leading corner."""
+    shape = list(old.shape)
+    shape[axis] = size
+    new = np.zeros(shape, dtype=old.dtype)
+    new[tuple(slice(0, k) for k in old.shape)] = old
+    return new
 
 
 def _C_equal_times(A, Bt, rho0, delta):
@@ -1041,8 +1049,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
     A = np.zeros((T + 1, M, M))
     A[0] = (np.linalg.cholesky(np.reshape(setup.initial_gram, (M, M))) if setup.initial_gram  # eq. (7c)
             else np.eye(M))
-    Bt = np.zeros((T + 1, M, T * M))     # Bt(t, k, J), J < t m
-    Lpsi = np.zeros((T * M, T * M))
+    Bt = np.zeros((T + 1, M, rows))      # Bt(t, k, J), J < r <= rows (the room for sources, as the path arrays')
+    Lpsi = np.zeros((T * M, rows))      # Lpsi(s m + k, J)
     PsitT = np.zeros((rows, n), dtype=dt)   # whitened psi paths
     both = np.empty((rows, n), dtype=dt)    # eps / sqrt(delta) + psit / delta per source row (rows as drawn)
     snaps = dict.fromkeys(checkpoints(T))
@@ -1090,7 +1098,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         if setup.own_term:
             own.record(epsT[:r])
         if r + M > epsT.shape[0]:   # eq. (6b): room for the m sources this step may open
-            epsT, PsitT, both = _grow_source_rows(setup, t, (epsT, PsitT, both), r + M, kernels)
+            (epsT, PsitT, both), (Bt, Lpsi) = _grow_source_rows(setup, t, (epsT, PsitT, both), (Bt, Lpsi), r + M,
+                                                                kernels)
         r_new = _whiten(P, psi, omega, PsitT, Lpsi, r, floor, compact, wpsi)
         _sources_step(t, setup, wpsi, nu, epsT, gE, Lpsi, A, Bt, Msig, r, r_new, gE_forced, hard_rows, omega,
                       noise_rng, joint)
