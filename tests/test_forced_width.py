@@ -178,6 +178,12 @@ def test_brackets_are_drawn_as_bars_on_a_log_axis(monkeypatch, tmp_path):
     from matplotlib.text import Annotation
     arrows = [c for c in ax.get_children() if isinstance(c, Annotation)]   # the open bracket: an arrow down from 2
     assert len(arrows) == 1 and arrows[0].xy[1] < 2.0 and arrows[0].xy[0] == 16 * 0.97
+    # brackets of one d say which d in the legend
+    captured.clear()
+    plots.crossing_vs_m_figure(tmp_path / "g.png", [("gelu, eta 0.1", [(1, 9.9, 0.3)], [(1, 9.7, 0.3)])],
+                               settled={"gelu, eta 0.1": [(2, 20.0, 28.0)]}, settled_d=800)
+    labels = [t.get_text() for t in captured["fig"].axes[0].get_legend().get_texts()]
+    assert "gelu, eta 0.1: infinite-horizon bracket, GD's first phase at d = 800" in labels
     assert all(np.all(np.isfinite(seg)) for seg in bars)
 
 
@@ -251,5 +257,10 @@ def test_settled_brackets_refuse_records_of_another_activation(tmp_path):
     f.write_text(f.read_text() + rec("quad", 2.0, -0.05).replace('"d": 400', '"d": 800'))
     assert settled_brackets([f"quad:0.05:8={f}"])[("quad", 0.05, 8)] == SettledBracket(
         None, 3.0, [400, 800], {400: (2.0, 3.0), 800: (None, 2.0)})
+    # the figure at one d draws that d's bracket, and leaves out a width without records there
+    both = settled_brackets([f"quad:0.05:8={f}"])
+    assert by_series(both) == {"quad, eta 0.05": [(8, None, 3.0)]}
+    assert by_series(both, 800) == {"quad, eta 0.05": [(8, None, 2.0)]}
+    assert by_series(both, 200) == {}
     with pytest.raises(SystemExit, match="not all of activation gelu"):
         settled_brackets([f"gelu:0.05:8={f}"])

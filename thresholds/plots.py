@@ -207,7 +207,7 @@ def widths_figure(path, series, *, title=""):
     save_figure(plt, fig, path)
 
 
-def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None, settled=None):
+def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None, settled=None, settled_d=None):
     """Crossing delta_1/2 against the width m: ``series`` = [(label, forced, simulated)] with ``forced`` and
     ``simulated`` = [(m, value, s.e.)] (forced DMFT trials as filled diamonds joined by a line, GD as open
     squares), one colour per series; ``limits``: label -> [(m, value, low, high)], the d = inf delta_NN of the
@@ -216,7 +216,7 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None, 
     high)], d = inf brackets without a value (the signs of the indicator at a few deltas; bars between the ends,
     an open triangle at the middle; low None: an open triangle at high with an arrow down); ``settled``: label ->
     [(m, low, high)], infinite-horizon brackets at finite d (validation.settled_hessian; drawn as ``brackets``, with
-    downward triangles)."""
+    downward triangles), at the one d ``settled_d`` when given (the legend says which)."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 4.5))
     tips = []   # the arrows' ends, which do not widen the axes by themselves
@@ -235,7 +235,8 @@ def crossing_vs_m_figure(path, series, *, title="", limits=None, brackets=None, 
                 if not up:
                     tips.append(vv / 1.3)
         for marks, shift, fmt, text in ((brackets, 0.97, "^", "delta_NN bracket, d = inf (signs of I_T)"),
-                                        (settled, 0.94, "v", "infinite-horizon bracket, GD's first phase at finite d")):
+                                        (settled, 0.94, "v", "infinite-horizon bracket, GD's first phase at "
+                                         + ("finite d" if settled_d is None else f"d = {settled_d}"))):
             if marks and marks.get(label):
                 m, lo, hi = (np.array([np.nan if v is None else v for v in c], dtype=float)
                              for c in zip(*sorted(marks[label], key=lambda b: b[0])))

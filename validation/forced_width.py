@@ -355,11 +355,15 @@ def settled_brackets(specs) -> dict:
     return out
 
 
-def by_series(brackets: dict) -> dict:
-    """Series label -> [(m, low, high)] of :func:`settled_brackets`' output, as the figure draws them."""
+def by_series(brackets: dict, d: int = None) -> dict:
+    """Series label -> [(m, low, high)] of :func:`settled_brackets`' output, as the figure draws them: the bracket
+    over every d, or with ``d`` the bracket at that d alone (a width without records there, or none of whose deltas
+    keeps its outlier there, is left out: the bracket moves with d, width section 12d)."""
     out = {}
     for (act, eta, m), b in brackets.items():
-        out.setdefault(f"{act}, eta {eta:g}", []).append((m, b.low, b.high))
+        low, high = (b.low, b.high) if d is None else b.per_d.get(d, (None, None))
+        if high is not None:
+            out.setdefault(f"{act}, eta {eta:g}", []).append((m, low, high))
     return out
 
 
@@ -429,7 +433,7 @@ def main(argv=None):
         crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "
                              "(thresholds.forced) against GD" + (", and the d = inf delta_NN" if args.delta_nn else ""),
                              limits=delta_nn_limits(args.delta_nn), brackets=indicator_brackets(args.brackets),
-                             settled=by_series(settled))
+                             settled=by_series(settled, args.d), settled_d=args.d)
 
 
 if __name__ == "__main__":
