@@ -385,8 +385,8 @@ def main(argv=None):
     ap.add_argument("--brackets", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: with --plot, the bracket of "
                     "delta_NN(600) from validation.indicator_points records drawn at width M")
     ap.add_argument("--settled", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: the "
-                    "infinite-horizon bracket of validation.settled_hessian records, drawn at width M with --plot, a "
-                    "column with --reference")
+                    "infinite-horizon bracket of validation.settled_hessian records, drawn at width M with --plot (the "
+                    "bracket at --d), a column with --reference")
     args = ap.parse_args(argv)
     settled = settled_brackets(args.settled)
     lines, series = table(args.d, args.out)
