@@ -30,6 +30,14 @@ Between path counts the settled ||theta||^2 moves within its replica spread (m =
 0.083 / 1.993 / 1.949 +- 0.044 / 1.991 +- 0.037 at 4 x 5000 / 10000 / 20000 / 40000 paths): that 4 x 10000 and 4 x
 40000 settle at the same four digits (1.9934) is chance.
 
+Threshold per checkpoint: the summary ends with delta_NN at each checkpoint on the data sets of every ``--edge-d``
+D, thresholds.crossing.first_crossing over the deltas' indicators (n = delta D) at that step: the first sign change
+by linear interpolation, its interval the bracket's half-width and the Monte Carlo one in quadrature, or twice the
+s.e. of a weighted line through the points within a factor 1.25 when that is wider (thresholds.crossing eqs.
+(1)-(3)).  It takes one line per delta, the one with the most paths, and leaves out the lines flagged above (a law
+biased by its paths); lines recorded before the sources were kept are taken and named.  The deltas are run with
+the same seeds, so their errors may be shared (thresholds.crossing's caveat).                                  (1)
+
 Run:  python -m validation.settle -a quad --eta 0.05 --steps 6400 --delta 10,11,12 [--paths 160000]
       python -m validation.settle -a quad --eta 0.05 --steps 6400 --summary
 """
@@ -43,6 +51,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from thresholds.crossing import first_crossing
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.hessian import hessian_weight, spectra_of_law
 from thresholds.laws import dmft_law
@@ -134,6 +143,67 @@ def summary(lines: list, edge_dims) -> str:
     return "\n".join(out)
 
 
+def threshold_lines(lines: list) -> list:
+    """The lines eq. (1) takes: per delta the one with the most paths among those not flagged as biased by their
+    paths (self-interaction recorded and above SELF_INTERACTION_MAX), sorted in delta."""
+    best = {}
+    for line in lines:
+        size = line.get("self_interaction")
+        if size is not None and size > SELF_INTERACTION_MAX:
+            continue
+        if line["delta"] not in best or line["paths"] > best[line["delta"]]["paths"]:
+            best[line["delta"]] = line
+    return [best[d] for d in sorted(best)]
+
+
+def thresholds_by_step(lines: list, D: int) -> list:
+    """[(step, Crossing)] of eq. (1) on the data sets of n = delta D, at every checkpoint that each taken line has
+    with that cut; empty with fewer than two deltas."""
+    taken = threshold_lines(lines)
+    if len(taken) < 2:
+        return []
+    out = []
+    for row in taken[0]["checkpoints"]:
+        vals = []
+        for line in taken:
+            match = [c for c in line["checkpoints"] if c["step"] == row["step"] and str(D) in c["cut"]]
+            if not match:
+                break
+            vals.append((line["delta"], *match[0]["cut"][str(D)]["indicator"]))
+        if len(vals) == len(taken):
+            out.append((row["step"], first_crossing(vals)))
+    return out
+
+
+def _crossing_text(c) -> str:
+    if not c.found:
+        return f"above {c.low:g}"
+    if c.low == 0.0 and c.high == c.value:   # the first delta already has the outlier
+        return f"below {c.value:g}"
+    return f"{c.value:.2f} [{c.low:.2f}, {c.high:.2f}]"
+
+
+def threshold_summary(lines: list, edge_dims) -> str:
+    """Markdown table of eq. (1): delta_NN per checkpoint on the data sets of each D."""
+    taken = threshold_lines(lines)
+    tables = [(D, thresholds_by_step(lines, D)) for D in edge_dims]
+    tables = [(D, rows) for D, rows in tables if rows]
+    if not tables:
+        return ""
+    unknown = [f"{line['delta']:g}" for line in taken if line.get("self_interaction") is None]
+    out = ["### delta_NN per checkpoint (eq. (1))", "",
+           "Deltas taken: " + ", ".join(f"{line['delta']:g} ({line['replicas']} x {line['paths'] // line['replicas']})"
+                                        for line in taken)
+           + (f"; self-interaction not recorded for {', '.join(unknown)}" if unknown else "") + ".", "",
+           "| step | " + " | ".join(f"delta_NN (n = delta {D})" for D, _ in tables) + " |",
+           "|---|" + "---|" * len(tables)]
+    steps = sorted({step for _, rows in tables for step, _ in rows})
+    for step in steps:
+        cells = [next((_crossing_text(c) for s, c in rows if s == step), "") for _, rows in tables]
+        out.append(f"| {step} | " + " | ".join(cells) + " |")
+    return "\n".join(out + [""])
+
+
 @click.command()
 @click.option("-a", "--activation", default="quad")
 @click.option("-l", "--link", default="phase_retrieval")
@@ -158,6 +228,7 @@ def main(activation, link, eta, steps, deltas, paths, replicas, edge_dims, m, on
             append(path, run_delta(setup, dims))
             print(f"delta {delta:g} done", flush=True)
     print(summary(read(path), dims))
+    print(threshold_summary(read(path), dims))
 
 
 if __name__ == "__main__":
