@@ -105,6 +105,10 @@ def test_forced_width_prediction_cold(benchmark):
     Since then the trials skip the two-time kernels C and Cpsi (dmft ``kernels``; 2-4% of one m = 4 trial alone on a
     core): m = 4 in **266 s** (the same 110 trials and crossing, 3.084 [3.013, 3.155]; goal met), more than those
     2-4% explain: two workers no longer allocate 2 x 46 MB per trial, and part may be the machine's variance.
+    m = 8 again with those kernels skipped and Bt, Lpsi sized by the sources' room (dmft eq. (6b); BENCH_M=8, the
+    machine otherwise idle): 1287 s (the same 100 trials, 3.5: 8/10 then 37/40, 3.043: 2/10 then 15/40, 2.647:
+    0/10, 4.025: 10/10, and crossing 3.125 [3.069, 3.182]), 4.3x the goal: at m = 8 neither change shows, as the
+    analysis below expects of a run bound by its passes over the path arrays.
 
     Where an m = 8 trial's time goes (quad, delta 3, d = 200, trial 0, 80k paths at 1e-2, float32; py-spy at 50 Hz,
     1366 samples, three processes on the two cores): the product u = Bt (eps / sqrt(delta) + psit / delta) of dmft
