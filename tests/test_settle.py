@@ -40,7 +40,7 @@ def test_settle_flags_a_law_biased_by_its_paths():
     assert _paths_note({"delta": 3.0}) == ""
 
 
-def line(delta, paths, indicators, s=0.02, D=400):
+def settle_line(delta, paths, indicators, s=0.02, D=400):
     """A settle record with one cut (n = delta D) and one checkpoint per (step, indicator, s.e.)."""
     rec = {"delta": delta, "paths": paths, "replicas": 4, "self_interaction": s,
            "checkpoints": [{"step": step, "cut": {str(D): {"indicator": [f, e], "left_edge": [-0.1, 0.01]}}}
@@ -51,10 +51,10 @@ def line(delta, paths, indicators, s=0.02, D=400):
 
 
 def test_the_threshold_per_checkpoint_interpolates_the_first_sign_change_on_the_unbiased_lines():
-    lines = [line(30.0, 160000, [(100, -0.04, 0.004), (200, -0.02, 0.004)], s=0.15),   # biased: left out
-             line(30.0, 880000, [(100, 0.01, 0.004), (200, -0.03, 0.004)]),
-             line(35.0, 880000, [(100, 0.02, 0.004), (200, 0.01, 0.004)], s=None),    # not recorded: taken, named
-             line(40.0, 880000, [(100, 0.03, 0.004), (200, 0.02, 0.004)])]
+    lines = [settle_line(30.0, 160000, [(100, -0.04, 0.004), (200, -0.02, 0.004)], s=0.15),   # biased: left out
+             settle_line(30.0, 880000, [(100, 0.01, 0.004), (200, -0.03, 0.004)]),
+             settle_line(35.0, 880000, [(100, 0.02, 0.004), (200, 0.01, 0.004)], s=None),  # not recorded: taken, named
+             settle_line(40.0, 880000, [(100, 0.03, 0.004), (200, 0.02, 0.004)])]
     assert [(r["delta"], r["paths"]) for r in threshold_lines(lines)] == [(30.0, 880000), (35.0, 880000),
                                                                           (40.0, 880000)]
     (s1, c1), (s2, c2) = thresholds_by_step(lines, 400)
@@ -65,6 +65,6 @@ def test_the_threshold_per_checkpoint_interpolates_the_first_sign_change_on_the_
     assert "self-interaction not recorded for 35" in text and "n = delta 1000" not in text
     assert "| 100 | below 30 |" in text and "| 200 | 33.75 [" in text
     # no sign change: the threshold lies above the last delta; fewer than two deltas: no table
-    high = [line(30.0, 880000, [(100, -0.03, 0.004)]), line(35.0, 880000, [(100, -0.01, 0.004)])]
+    high = [settle_line(30.0, 880000, [(100, -0.03, 0.004)]), settle_line(35.0, 880000, [(100, -0.01, 0.004)])]
     assert "| 100 | above 35 |" in threshold_summary(high, [400])
     assert thresholds_by_step(high[:1], 400) == [] and threshold_summary(high[:1], [400]) == ""
