@@ -324,3 +324,39 @@ def test_outlier_search_below_an_edge_near_zero(exchangeable):
     assert solve_alpha(law, 2.0, z) is None
     alpha, _ = _continue(law, 2.0, -0.02, solve_alpha(law, 2.0, -0.02)[0], z)
     assert np.linalg.eigvalsh(S_matrix(law, 2.0, alpha))[0] == pytest.approx(0, abs=1e-7)
+
+
+def test_spectral_coordinates_of_K_match_the_direct_solve_and_fall_back_at_a_pole():
+    # eq. (7b): 1^T K 1, tr K, |K 1|^2, |K|_F^2 of K = (I + W alpha / delta)^{-1} W at alpha = a_P P + a_Q Q, from
+    # W's eigenbasis, against numpy's solve; and the physical-branch test against a Cholesky factorization
+    from thresholds.stieltjes_m import (_all_positive_definite, _all_positive_definite_x, _coordinates_K,
+                                        _invariant, spectral_data)
+    rng = np.random.default_rng(3)
+    m, delta = 5, 2.5
+    A = rng.standard_normal((40, m, m))
+    W = 0.5 * (A + A.transpose(0, 2, 1))
+    lam, b2 = spectral_data(W)
+    one = np.ones(m)
+
+    def direct(Ws, a_p, a_q):
+        K = np.linalg.solve(np.eye(m) + Ws @ _invariant(m, a_p, a_q) / delta, Ws)
+        return one @ K @ one, np.trace(K), np.sum((K @ one) ** 2), np.sum(K * K)
+    scratch = np.empty((m, m)), np.empty((m, m))
+    for s, (a_p, a_q) in enumerate(rng.uniform(0.2, 1.5, (40, 2))):
+        assert _coordinates_K(W[s], lam[s], b2[s], a_p, a_q, delta, *scratch) == pytest.approx(
+            direct(W[s], a_p, a_q), rel=1e-9, abs=1e-9)
+    # a_Q at the pole of W_0's lowest eigenvalue (1 + a_Q lam / delta = 0): Sherman-Morrison does not apply, the
+    # direct solve does (the full matrix is not singular there: a_P != a_Q)
+    a_q = -delta / lam[0, 0]
+    got = _coordinates_K(W[0], lam[0], b2[0], 0.5 * a_q, a_q, delta, *scratch)
+    assert np.all(np.isfinite(got)) and got == pytest.approx(direct(W[0], 0.5 * a_q, a_q), rel=1e-9)
+    # the rank-one denominator 1 + c s / delta within POLE_MARGIN of 0 (c = (a_P - a_Q) / m, s = sum E b2): the
+    # matrix is near-singular, K of order 1e5, and the direct solve agrees with numpy's to its conditioning
+    a_q = 0.7
+    s0 = np.sum(lam[1] / (1 + a_q * lam[1] / delta) * b2[1])
+    a_p = a_q + m * (1e-5 - 1) * delta / s0
+    assert _coordinates_K(W[1], lam[1], b2[1], a_p, a_q, delta, *scratch) == pytest.approx(
+        direct(W[1], a_p, a_q), rel=1e-6)
+    for x_p, x_q in [(2.0, 3.0), (3.0, 2.0), (4.0, 0.5), (0.3, 4.0), (0.05, 6.0), (8.0, 1.5)]:
+        assert _all_positive_definite_x(W, lam, b2, x_p, x_q, delta) == _all_positive_definite(
+            W, _invariant(m, x_p, x_q), delta)

@@ -73,9 +73,22 @@ is its orthogonal projection
 So alpha = a_P P + a_Q Q, eq. (1) is two equations, a_X = 1 / (-z + k_X) with k_X the coordinates of the projected
 E[K], and the Jacobian (5) restricted to span{P, Q} has the columns (E = P, Q) alpha proj(E[K E K]) alpha / delta,
 where E[K P K] = E[(K 1)(K 1)^T] / m and E[K Q K] = E[K^2] - E[K P K] need, per sample, only 1^T K 1, tr K, |K 1|^2
-and |K|_F^2 after the m x m solve for K.  A Newton step then costs O(m^3) per sample against O(m^4) (the moments)
-and O(m^6) (the Jacobian) of the full engine (measured per checkpoint of DMFT laws, validation.exchangeable_check:
-1.1-3.4x faster at m = 2, 1.6-2.1x at m = 4, 1.9-2.7x at m = 8; the per-sample solve for K dominates both).  The fold (the edge) is seen in this 2 x 2 block: the map
+and |K|_F^2.  These four need no m x m solve: with W = V diag(lam) V^T and b = V^T 1 (b2 = b^2, computed once per
+law by ``spectral_data``), alpha W = a_Q W + c 1 (W 1)^T with c = (a_P - a_Q) / m, and Sherman-Morrison on the rank-one
+term gives K = V (diag(E) - gam e e^T) V^T with
+
+    E_i = lam_i / (1 + a_Q lam_i / delta),  e = E b,  s = sum_i E_i b2_i,  gam = (c / delta) / (1 + c s / delta),
+    1^T K 1 = s - gam s^2,   tr K = sum_i E_i - gam |e|^2,   |K 1|^2 = (1 - gam s)^2 |e|^2,
+    |K|_F^2 = sum_i E_i^2 - 2 gam sum_i E_i^3 b2_i + gam^2 |e|^4,   |e|^2 = sum_i E_i^2 b2_i,                 (7b)
+
+O(m) per sample and Newton step (a sample with a denominator within POLE_MARGIN of 0 takes the direct solve, where
+(7b) would cancel).  The physical-branch test (alpha^{-1} + W_i / delta > 0 for every sample) is the same rank-one
+form, diag(1 / a_Q + lam / delta) + ((1 / a_P - 1 / a_Q) / m) b b^T.  Measured on DMFT laws (two replicas, every
+fifth checkpoint, both cuts; validation/reports/width/exchangeable): against the m x m solve per sample (O(m^3), which
+was 1.1-3.4x faster than the full engine at m = 2, 1.6-2.1x at m = 4, 1.9-2.7x at m = 8, validation.exchangeable_check)
+the checkpoints take 10 s against 14 at m = 2, 20 against 49 at m = 4, 29 against 207 at m = 8 and 28 against 664 at
+m = 16; edges agree to 1e-9, outliers to 1e-11, indicators to 8e-5 (the indicator is taken at the edge, where alpha
+moves like (z_e - z)^{1/2}; the fold rule above had the same spread).  The fold (the edge) is seen in this 2 x 2 block: the map
 L(E) = alpha E[K E K] alpha = E[(alpha K) E (alpha K)^T] is completely positive, so its spectral radius rho is an
 eigenvalue with a positive semi-definite eigenvector, and the average of that eigenvector over the relabellings
 (nonzero: a sum of PSD matrices) is an invariant one with the same eigenvalue; every eigenvalue of J = I - L / delta
@@ -94,6 +107,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numba
 import numpy as np
@@ -195,23 +209,38 @@ def _invariant(m, x_p, x_q):
     return out
 
 
+POLE_MARGIN = 1e-4   # eq. (7b): a sample whose denominators come this close to 0 takes the direct solve
+
+
+def spectral_data(W):
+    """Eq. (7b): per sample the eigenvalues lam of W and the squared coordinates b2 of the all-ones vector in its
+    eigenbasis, both (n, m)."""
+    lam, V = np.linalg.eigh(W)
+    return np.ascontiguousarray(lam), np.ascontiguousarray(V.sum(axis=1) ** 2)
+
+
 @numba.njit(cache=True)
-def _moments_x(W, w, Mh, a_p, a_q, delta, want_kk):
-    """Eq. (7): one pass over the samples at alpha = a_p P + a_q Q giving the coordinates (k_P, k_Q) of the projected
-    E[K], the 2 x 2 block C (column E = P, Q: the coordinates of proj(E[K E K]); only when ``want_kk``) and the
-    r x r matrices E[k_X M] (X = P, Q) for the spike weights Mh (n, r, r) (r = 0: not computed)."""
-    n, m, _ = W.shape
-    r = Mh.shape[1]
-    alpha = _invariant(m, a_p, a_q)
-    k = np.zeros(2)
-    C = np.zeros((2, 2))
-    SP = np.zeros((r, r))
-    SQ = np.zeros((r, r))
-    Mt = np.empty((m, m))
-    K = np.empty((m, m))
-    for s in range(n):
-        _solve_K(W[s], alpha, delta, Mt, K)
-        ws = w[s]
+def _coordinates_K(Ws, lam, b2, a_p, a_q, delta, Mt, K):
+    """Eq. (7b): (1^T K 1, tr K, |K 1|^2, |K|_F^2) of one sample at alpha = a_p P + a_q Q, in O(m) from its
+    spectral data; the direct solve (``_solve_K``) when a denominator is within POLE_MARGIN of 0."""
+    m = lam.shape[0]
+    c = (a_p - a_q) / m
+    s, e2, sum_e, sum_ee, e3 = 0.0, 0.0, 0.0, 0.0, 0.0
+    near = False
+    for i in range(m):
+        den = 1.0 + a_q * lam[i] / delta
+        if abs(den) < POLE_MARGIN:
+            near = True
+            break
+        E = lam[i] / den
+        s += E * b2[i]
+        e2 += E * E * b2[i]
+        e3 += E * E * E * b2[i]
+        sum_e += E
+        sum_ee += E * E
+    den = 1.0 + c * s / delta if not near else 0.0
+    if abs(den) < POLE_MARGIN:
+        _solve_K(Ws, _invariant(m, a_p, a_q), delta, Mt, K)
         tot, tr, vv, ff = 0.0, 0.0, 0.0, 0.0
         for i in range(m):
             v = 0.0
@@ -221,6 +250,28 @@ def _moments_x(W, w, Mh, a_p, a_q, delta, want_kk):
             tot += v
             tr += K[i, i]
             vv += v * v
+        return tot, tr, vv, ff
+    g = c / delta / den
+    return s - g * s * s, sum_e - g * e2, (1.0 - g * s) ** 2 * e2, sum_ee - 2.0 * g * e3 + g * g * e2 * e2
+
+
+@numba.njit(cache=True)
+def _moments_x(W, lam, b2, w, Mh, a_p, a_q, delta, want_kk):
+    """Eq. (7): one pass over the samples at alpha = a_p P + a_q Q giving the coordinates (k_P, k_Q) of the projected
+    E[K], the 2 x 2 block C (column E = P, Q: the coordinates of proj(E[K E K]); only when ``want_kk``) and the
+    r x r matrices E[k_X M] (X = P, Q) for the spike weights Mh (n, r, r) (r = 0: not computed); per sample the
+    four numbers of eq. (7b) from the spectral data lam, b2 (``spectral_data``)."""
+    n, m, _ = W.shape
+    r = Mh.shape[1]
+    k = np.zeros(2)
+    C = np.zeros((2, 2))
+    SP = np.zeros((r, r))
+    SQ = np.zeros((r, r))
+    Mt = np.empty((m, m))
+    K = np.empty((m, m))
+    for s in range(n):
+        tot, tr, vv, ff = _coordinates_K(W[s], lam[s], b2[s], a_p, a_q, delta, Mt, K)
+        ws = w[s]
         p = tot / m
         q = (tr - p) / (m - 1)
         k[0] += ws * p
@@ -240,7 +291,7 @@ def _moments_x(W, w, Mh, a_p, a_q, delta, want_kk):
 
 
 @numba.njit(cache=True)
-def _newton_x(W, w, a_p, a_q, delta, z, tol, maxiter):
+def _newton_x(W, lam, b2, w, a_p, a_q, delta, z, tol, maxiter):
     """Newton on eq. (1) in the coordinates (a_P, a_Q) of eq. (7): (a_P, a_Q, J, True) at convergence, J the 2 x 2
     Jacobian in the orthonormal basis (P, Q / sqrt(m - 1)); (.., False) as ``_newton``."""
     m = W.shape[1]
@@ -248,7 +299,7 @@ def _newton_x(W, w, a_p, a_q, delta, z, tol, maxiter):
     J = np.eye(2)
     norm = math.sqrt(m - 1.0)
     for _ in range(maxiter):
-        k, C, _, _ = _moments_x(W, w, nospike, a_p, a_q, delta, True)
+        k, C, _, _ = _moments_x(W, lam, b2, w, nospike, a_p, a_q, delta, True)
         phi_p, phi_q = k[0] - z, k[1] - z
         if phi_p == 0.0 or phi_q == 0.0:
             return a_p, a_q, J, False
@@ -316,6 +367,11 @@ class MatrixLaw:
     def m(self) -> int:
         return self.W.shape[1]
 
+    @cached_property
+    def spectral(self):
+        """(lam, b2) of eq. (7b), computed once per law (exchangeable laws only use them)."""
+        return spectral_data(self.W)
+
     @property
     def r(self) -> int:
         """Number of hard directions r_H."""
@@ -324,7 +380,7 @@ class MatrixLaw:
     def lower_bound(self, delta):
         """A z below the whole spectrum: H >= lambda_min(W) (1/n) sum x x^T and the
         Marchenko-Pastur edges of (1/n) sum x x^T are (1 -+ 1/sqrt(delta))^2."""
-        low = float(np.linalg.eigvalsh(self.W)[:, 0].min())
+        low = float(self.spectral[0][:, 0].min())
         scale = (1 + 1 / np.sqrt(delta)) ** 2
         return min(low * scale, 0.0) - 1.0 - abs(low)
 
@@ -340,7 +396,7 @@ def solve_alpha(law: MatrixLaw, delta: float, z: float, alpha0=None, *, tol=1e-1
     m = law.m
     alpha = np.eye(m) / max(abs(z), 1e-3) if alpha0 is None else np.array(alpha0, dtype=float)
     if law.exchangeable:   # eq. (7): Newton on the two coordinates
-        a_p, a_q, J, ok = _newton_x(law.W, law.w, *_coordinates(alpha), float(delta), float(z), float(tol),
+        a_p, a_q, J, ok = _newton_x(law.W, *law.spectral, law.w, *_coordinates(alpha), float(delta), float(z), float(tol),
                                     int(maxiter))
         alpha = _invariant(m, a_p, a_q)
     else:
@@ -425,6 +481,31 @@ def _all_positive_definite(W, base, delta):
     return True
 
 
+@numba.njit(cache=True)
+def _all_positive_definite_x(W, lam, b2, x_p, x_q, delta):
+    """``_all_positive_definite`` at base = x_p P + x_q Q from the spectral data (eq. (7b)): in the eigenbasis of
+    W_i the matrix is diag(x_q + lam / delta) + c b b^T, c = (x_p - x_q) / m, positive definite when the diagonal is
+    and c >= 0 or 1 + c sum b2 / diag > 0; a diagonal with an entry <= 0 is not when c <= 0, and takes the Cholesky
+    test otherwise."""
+    n, m, _ = W.shape
+    c = (x_p - x_q) / m
+    base = _invariant(m, x_p, x_q)
+    for s in range(n):
+        acc, positive = 0.0, True
+        for i in range(m):
+            d = x_q + lam[s, i] / delta
+            if d <= 0.0:
+                positive = False
+                break
+            acc += b2[s, i] / d
+        if positive:
+            if c < 0.0 and 1.0 + c * acc <= 0.0:
+                return False
+        elif c <= 0.0 or not _all_positive_definite(W[s:s + 1], base, delta):
+            return False
+    return True
+
+
 def _physical(law, delta, alpha, J):
     """(alpha, smallest singular value of J) when alpha is on the physical branch below the
     bulk: alpha positive definite, I + alpha^{1/2} W_i alpha^{1/2} / delta positive definite for
@@ -434,7 +515,12 @@ def _physical(law, delta, alpha, J):
     if vals[0] <= 0:
         return None
     # I + alpha^{1/2} W_i alpha^{1/2} / delta > 0  <=>  alpha^{-1} + W_i / delta > 0 (congruence by alpha^{-1/2})
-    if not _all_positive_definite(law.W, (vecs / vals) @ vecs.T, float(delta)):
+    if law.exchangeable:
+        a_p, a_q = _coordinates(alpha)
+        ok = _all_positive_definite_x(law.W, *law.spectral, 1.0 / a_p, 1.0 / a_q, float(delta))
+    else:
+        ok = _all_positive_definite(law.W, (vecs / vals) @ vecs.T, float(delta))
+    if not ok:
         return None
     if np.linalg.eigvals(J).real.min() <= 0:
         return None
@@ -545,7 +631,7 @@ def S_matrix(law: MatrixLaw, delta: float, alpha) -> np.ndarray:
     eye = np.eye(law.r)
     if law.exchangeable:   # eq. (7): P (x) S_P + Q (x) S_Q
         a_p, a_q = _coordinates(alpha)
-        k, _, SP, SQ = _moments_x(law.W, law.w, Mh, a_p, a_q, float(delta), False)
+        k, _, SP, SQ = _moments_x(law.W, *law.spectral, law.w, Mh, a_p, a_q, float(delta), False)
         P = np.full((law.m, law.m), 1.0 / law.m)
         return _sym(np.kron(P, (1 / a_p - k[0]) * eye + SP) + np.kron(np.eye(law.m) - P, (1 / a_q - k[1]) * eye + SQ))
     EK, _, EKM = _moments(law.W, law.w, Mh, alpha, delta, False)
