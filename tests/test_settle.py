@@ -22,6 +22,8 @@ def test_settle_runs_at_width_two_and_names_short_data_sets(monkeypatch, tmp_pat
     line = json.loads(path.read_text())
     assert [r["step"] for r in line["checkpoints"]] == list(range(2, 33, 2))
     assert all(r["G_quantiles"] is None and set(r["cut"]) == {"0", "100", "1000"} for r in line["checkpoints"])
+    last = line["checkpoints"][-1]["cut"]["100"]                          # the replicas' indicators, and their mean
+    assert len(last["replicas"]) == 2 and last["indicator"][0] == pytest.approx(sum(last["replicas"]) / 2)
     assert "| 32 | 3.2 |" in res.output and "| - | - | - |" in res.output
     assert "for D = 1000: those columns are one data set of 1000 paths" in res.output   # 3 x 1000 > 1000
     assert len(line["sources"]) == 2                                    # eq. (6f) of the run's own sources
@@ -68,3 +70,24 @@ def test_the_threshold_per_checkpoint_interpolates_the_first_sign_change_on_the_
     high = [settle_line(30.0, 880000, [(100, -0.03, 0.004)]), settle_line(35.0, 880000, [(100, -0.01, 0.004)])]
     assert "| 100 | above 35 |" in threshold_summary(high, [400])
     assert thresholds_by_step(high[:1], 400) == [] and threshold_summary(high[:1], [400]) == ""
+
+
+def test_the_threshold_per_checkpoint_takes_the_replicas_jackknife_when_every_line_keeps_them():
+    # R = 3 replicas, deltas 30 and 40: the means cross at 35; leaving one replica out moves the crossing to 33.75,
+    # 36.25 and 35, so the jackknife s.e. (thresholds.crossing eq. (4)) is sqrt(2/3 (1.25^2 + 1.25^2)) and the
+    # half-width sqrt(5^2 + (t_2 s_J)^2) with t_2 the two-sided 95% quantile of 2 degrees of freedom
+    from scipy import stats
+    low, high = [-0.03, -0.01, -0.02], [0.01, 0.03, 0.02]
+    lines = [settle_line(30.0, 880000, [(100, -0.02, 0.001)]), settle_line(40.0, 880000, [(100, 0.02, 0.001)])]
+    ((_, plain),) = thresholds_by_step(lines, 400)
+    assert plain.value == pytest.approx(35.0) and plain.high - 35.0 < 5.1    # the bracket's half-width alone
+    for line, reps in zip(lines, (low, high)):
+        line["checkpoints"][0]["cut"]["400"]["replicas"] = reps
+    ((_, widened),) = thresholds_by_step(lines, 400)
+    s_j = (2 / 3 * (1.25 ** 2 + 1.25 ** 2)) ** 0.5
+    hw = (5.0 ** 2 + (stats.t.ppf(0.975, 2) * s_j) ** 2) ** 0.5
+    assert widened.value == pytest.approx(35.0)
+    assert (widened.low, widened.high) == (pytest.approx(35.0 - hw), pytest.approx(35.0 + hw))
+    # one line without its replicas' values: no jackknife
+    del lines[0]["checkpoints"][0]["cut"]["400"]["replicas"]
+    assert thresholds_by_step(lines, 400)[0][1].high == plain.high

@@ -36,7 +36,9 @@ by linear interpolation, its interval the bracket's half-width and the Monte Car
 s.e. of a weighted line through the points within a factor 1.25 when that is wider (thresholds.crossing eqs.
 (1)-(3)).  It takes one line per delta, the one with the most paths, and leaves out the lines flagged above (a law
 biased by its paths); lines recorded before the sources were kept are taken and named.  The deltas are run with
-the same seeds, so their errors may be shared (thresholds.crossing's caveat).                                  (1)
+the same seeds, so their errors may be shared (thresholds.crossing's caveat); when every line taken keeps its
+replicas' indicators (``replicas`` in the cut, recorded since the lines of width 12e), the interval is widened to
+the jackknife over the replicas, thresholds.crossing eq. (4), which sees what they share.                          (1)
 
 Run:  python -m validation.settle -a quad --eta 0.05 --steps 6400 --delta 10,11,12 [--paths 160000]
       python -m validation.settle -a quad --eta 0.05 --steps 6400 --summary
@@ -51,7 +53,7 @@ from pathlib import Path
 import click
 import numpy as np
 
-from thresholds.crossing import first_crossing
+from thresholds.crossing import first_crossing, jackknife_widened
 from thresholds.dmft import DMFTSetup, solve_dmft
 from thresholds.hessian import hessian_weight, spectra_of_law
 from thresholds.laws import dmft_law
@@ -88,7 +90,8 @@ def run_delta(setup: DMFTSetup, edge_dims) -> dict:
         plain = cuts[0][step]
         row["clipped"] = [plain.negative_indicator_clipped, plain.negative_indicator_clipped_err]
         row["cut"] = {str(D): {"left_edge": [h.left_edge, h.left_edge_err],
-                               "indicator": [h.negative_indicator, h.negative_indicator_err]}
+                               "indicator": [h.negative_indicator, h.negative_indicator_err],
+                               "replicas": [float(v) for v in h.indicator_replicas]}
                       for D, h in ((D, cuts[D][step]) for D in cuts)}
         line["checkpoints"].append(row)
     line["seconds"] = time.time() - start
@@ -164,14 +167,19 @@ def thresholds_by_step(lines: list, D: int) -> list:
         return []
     out = []
     for row in taken[0]["checkpoints"]:
-        vals = []
+        cuts = []
         for line in taken:
             match = [c for c in line["checkpoints"] if c["step"] == row["step"] and str(D) in c["cut"]]
             if not match:
                 break
-            vals.append((line["delta"], *match[0]["cut"][str(D)]["indicator"]))
-        if len(vals) == len(taken):
-            out.append((row["step"], first_crossing(vals)))
+            cuts.append(match[0]["cut"][str(D)])
+        if len(cuts) < len(taken):
+            continue
+        found = first_crossing([(line["delta"], *cut["indicator"]) for line, cut in zip(taken, cuts)])
+        reps = [np.asarray(cut.get("replicas") or [], dtype=float) for cut in cuts]
+        if all(r.size for r in reps):   # every line with its replicas' values: the jackknife of crossing eq. (4)
+            found = jackknife_widened(found, [line["delta"] for line in taken], reps)
+        out.append((row["step"], found))
     return out
 
 
