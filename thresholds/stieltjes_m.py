@@ -84,7 +84,7 @@ term gives K = V (diag(E) - gam e e^T) V^T with
 O(m) per sample and Newton step (a sample with a denominator within POLE_MARGIN of 0 takes the direct solve, where
 (7b) would cancel).  The physical-branch test (alpha^{-1} + W_i / delta > 0 for every sample) is the same rank-one
 form, diag(1 / a_Q + lam / delta) + ((1 / a_P - 1 / a_Q) / m) b b^T.  Measured on DMFT laws (two replicas, every
-fifth checkpoint, both cuts; validation/reports/width/exchangeable): against the m x m solve per sample (O(m^3), which
+fifth checkpoint, both cuts; validation/bench_hessian_m.py): against the m x m solve per sample (O(m^3), which
 was 1.1-3.4x faster than the full engine at m = 2, 1.6-2.1x at m = 4, 1.9-2.7x at m = 8, validation.exchangeable_check)
 the checkpoints take 10 s against 14 at m = 2, 20 against 49 at m = 4, 29 against 207 at m = 8 and 28 against 664 at
 m = 16; edges agree to 1e-9, outliers to 1e-11, indicators to 8e-5 (the indicator is taken at the edge, where alpha
@@ -369,7 +369,7 @@ class MatrixLaw:
 
     @cached_property
     def spectral(self):
-        """(lam, b2) of eq. (7b), computed once per law (exchangeable laws only use them)."""
+        """(lam, b2) of eq. (7b), computed once per law (``lower_bound`` takes lam; the exchangeable reduction both)."""
         return spectral_data(self.W)
 
     @property
