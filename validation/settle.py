@@ -21,9 +21,10 @@ self-interaction s = delta (r + m) / N of thresholds.dmft eq. (6f) (r the mean s
 replica); the summary flags a line whose s exceeds thresholds.nn.SELF_INTERACTION_MAX (the bound at which
 ``thresholds nn`` draws more paths, thresholds.evaluation eq. (4)): its law is biased by its paths, and the remedy
 is ``--paths`` N s / SELF_INTERACTION_TARGET per replica.  Measured on gelu / phase retrieval, eta 0.1
-(validation/reports/planted/width section 12b): by 3000-5000 steps m = 1 opens 22-48 sources per replica, m = 2
-96-127 and m = 4 172-202, so 40000 paths per replica give s = 0.015-0.021 at m = 1 but 0.076-0.097 at m = 2 (delta
-28-32) and 0.15-0.18 at m = 4 (delta 30-40).  A biased law fits more: m = 2, delta 32, step 5000, train loss 0.928
+(validation/reports/planted/width sections 12b, 12e): by 3000-5000 steps m = 1 opens 22-48 sources per replica,
+m = 2 96-127 and m = 4 172-202, so 40000 paths per replica give s = 0.015-0.021 at m = 1 but 0.076-0.097 at m = 2
+(delta 28-32) and 0.15-0.18 at m = 4 (delta 30-40); m = 8 opens 235-238 by step 1500 (s = 0.039 at delta 40 with
+250000 per replica).  A biased law fits more: m = 2, delta 32, step 5000, train loss 0.928
 at s = 0.097 against 0.950 at s = 0.029 (4 x 120000 paths), the indicator +0.009 +- 0.003 against +0.016 +- 0.005;
 with 10000 paths per replica (s >= 0.29 with the sources of 5000 steps) the m = 2 law drifts to 0.815 at 10^4 steps.
 Between path counts the settled ||theta||^2 moves within its replica spread (m = 1, delta 24, step 3000: 2.088 +-
