@@ -86,8 +86,8 @@ O(m) per sample and Newton step (a sample with a denominator within POLE_MARGIN 
 form, diag(1 / a_Q + lam / delta) + ((1 / a_P - 1 / a_Q) / m) b b^T.  Measured on DMFT laws (two replicas, every
 fifth checkpoint, both cuts; validation/bench_hessian_m.py): against the m x m solve per sample (O(m^3), which
 was 1.1-3.4x faster than the full engine at m = 2, 1.6-2.1x at m = 4, 1.9-2.7x at m = 8, validation.exchangeable_check)
-the checkpoints take 10 s against 14 at m = 2, 20 against 49 at m = 4, 29 against 207 at m = 8 and 28 against 664 at
-m = 16; edges agree to 1e-9, outliers to 1e-11, indicators to 8e-5 (the indicator is taken at the edge, where alpha
+the checkpoints take 10.5 s against 18.5 at m = 2, 20 against 64 at m = 4, 29 against 220 at m = 8 and 32 against 692
+at m = 16 (one core, the other busy); edges agree to 1e-9, outliers to 1e-11, indicators to 8e-5 (the indicator is taken at the edge, where alpha
 moves like (z_e - z)^{1/2}; the fold rule above had the same spread).  The fold (the edge) is seen in this 2 x 2 block: the map
 L(E) = alpha E[K E K] alpha = E[(alpha K) E (alpha K)^T] is completely positive, so its spectral radius rho is an
 eigenvalue with a positive semi-definite eigenvector, and the average of that eigenvector over the relabellings

@@ -5,8 +5,9 @@ DMFT run each, every fifth checkpoint) this times ``spectra_of_law`` with the cl
 data sets of n = 200 delta paths (hessian eq. (5)), and writes every checkpoint's edges, indicators and lowest outlier
 to ``OUT``; ``--against`` a file written at another commit prints the largest differences.  The exchangeable
 reduction's spectral form (thresholds.stieltjes_m eq. (7b)) was measured this way against the per-sample m x m solve
-it replaced (one core): 10 s against 14 at m = 2, 20 against 49 at m = 4, 29 against 207 at m = 8, 28 against 664
-at m = 16; edges within 1e-9, outliers within 1e-11, indicators within 8e-5.
+it replaced (one core, the other busy; bbde0b5 against 39e9e20): 10.5 s against 18.5 at m = 2, 20.2 against 63.9 at
+m = 4, 28.8 against 220.1 at m = 8, 31.5 against 691.7 at m = 16; edges within 1e-9, outliers within 1e-11,
+indicators within 8e-5.
 
 Run:  OMP_NUM_THREADS=1 python -m validation.bench_hessian_m OUT.json [--against OLD.json]
 """
