@@ -321,3 +321,62 @@ def settling_figure(path, panels, *, title=""):
     if title:
         fig.suptitle(title, fontsize=10)
     save_figure(plt, fig, path)
+
+
+def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title=""):
+    """Two panels.  Left: the d = inf delta_NN against the step, ``curves`` = {m: [(step, value, low, high)]} (a
+    line per width, its interval shaded where finite).  Right: against the width, ``limits`` = [(m, step, value,
+    low, high)] (the last checkpoint's value, filled circles, the step beside it) and ``brackets`` = {d: [(m, low,
+    high)]} (GD's infinite-horizon brackets at finite d, bars offset per d; low None: open below, an arrow down from
+    high)."""
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    for k, (m, points) in enumerate(sorted(curves.items())):
+        if not points:
+            continue
+        s, v, lo, hi = (np.array(c, dtype=float) for c in zip(*points))
+        left.plot(s, v, "o-", ms=3, color=f"C{k}", label=f"m = {m}")
+        band = np.isfinite(hi)
+        left.fill_between(s, np.where(band, lo, np.nan), np.where(band, hi, np.nan), color=f"C{k}", alpha=0.15)
+    left.set_xscale("log")
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+    left.xaxis.set_major_formatter(ScalarFormatter())
+    left.xaxis.set_minor_formatter(NullFormatter())
+    left.set_xlabel("DMFT step")
+    left.set_ylabel(f"delta_NN, d = inf law (data sets of n = delta {D})")
+    left.set_title("the d = inf law: delta_NN per checkpoint", fontsize=9)
+    left.legend(fontsize=8)
+    widths = sorted({m for m, *_ in limits} | {m for rows in brackets.values() for m, *_ in rows})
+    if limits:
+        m, step, v, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(limits)))
+        hi_bar = np.where(np.isfinite(hi), hi - v, 0.0)
+        right.errorbar(m, v, yerr=[v - lo, hi_bar], fmt="o-", color="k", capsize=4,
+                       label="d = inf law, last checkpoint")
+        for mm, ss, vv in zip(m, step, v):
+            right.annotate(f"T = {ss:.0f}", (mm, vv), textcoords="offset points", xytext=(6, 4), fontsize=7)
+    dims = sorted(brackets)
+    for j, d in enumerate(dims):
+        shift = 2 ** (0.07 * (j - (len(dims) - 1) / 2) - 0.25)
+        rows = sorted(brackets[d], key=lambda b: b[0])
+        m = np.array([r[0] for r in rows], dtype=float) * shift
+        hi = np.array([r[2] for r in rows], dtype=float)
+        lo = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=float)
+        below = np.isnan(lo)
+        mid = np.where(below, hi, (lo + hi) / 2)
+        color = plt.cm.viridis(j / max(len(dims) - 1, 1) * 0.85)
+        right.errorbar(m, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt="v", mfc="white", color=color,
+                       capsize=4, label=f"GD's first phase, d = {d}")
+        for mm, hh in zip(m[below], hi[below]):
+            right.annotate("", xy=(mm, hh * 0.75), xytext=(mm, hh), arrowprops={"arrowstyle": "->", "color": color})
+    right.set_xscale("log", base=2)
+    right.set_xticks(widths)
+    right.set_xticklabels([str(w) for w in widths])
+    right.minorticks_off()
+    right.set_ylim(bottom=0)
+    right.set_xlabel("width m")
+    right.set_ylabel("infinite-horizon threshold delta")
+    right.set_title("against the width: d = inf law and GD's brackets at finite d", fontsize=9)
+    right.legend(fontsize=7, loc="upper left")
+    if title:
+        fig.suptitle(title, fontsize=10)
+    save_figure(plt, fig, path)

@@ -1,0 +1,159 @@
+"""Infinite-horizon thresholds against the width: the d = inf law per checkpoint and GD's first phase at finite d.
+
+Two routes to the delta above which the first phase keeps a negative hard outlier, per width m
+(validation/reports/planted/width sections 12-12f):
+
+* d = inf: the unbiased DMFT law run to T steps (validation.settle), delta_NN at every checkpoint on the data
+  sets of n = delta D (settle eq. (1), widened to the replicas' jackknife where the lines keep them);
+* finite d: GD restricted to the complement of the hard subspace for 3 x 10^4 steps (validation.settled_hessian),
+  the infinite-horizon bracket of each (m, d) alone (``settled_bracket`` on that d's runs).
+
+This module computes nothing those two do not: it takes one settle file per width and the settled_hessian
+records, and gives per width a :class:`WidthHorizon` record, a markdown table and a figure with two panels,
+(a) the d = inf delta_NN against the step, one curve per width, and (b) against m, the d = inf value at the last
+checkpoint beside GD's brackets at each d.
+
+Run:  python -m validation.width_horizon --settle 1=S1.jsonl --settle 2=S2.jsonl ... --settled R1.jsonl,R2.jsonl
+      --edge-d 400 --out F.png [--markdown F.md]
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import click
+
+from thresholds.nn import Crossing
+from validation.records import read
+from validation.settle import threshold_lines, thresholds_by_step
+from validation.settled_hessian import bracket_text, settled_bracket
+
+
+@dataclass
+class WidthHorizon:
+    """One width: the d = inf delta_NN per checkpoint [(step, Crossing)] (empty without a settle file or with
+    fewer than two deltas), the deltas it rests on, and GD's infinite-horizon bracket per d, {d: (low, high)}."""
+    m: int
+    by_step: list = field(default_factory=list)
+    deltas: list = field(default_factory=list)
+    brackets: dict = field(default_factory=dict)
+
+    @property
+    def last(self):
+        """(step, Crossing) at the last checkpoint, or None."""
+        return self.by_step[-1] if self.by_step else None
+
+
+def finite_d_brackets(rows: list, m: int) -> dict:
+    """{d: settled_bracket of the runs at width m and that d}, d ascending."""
+    dims = sorted({r["d"] for r in rows if r["m"] == m})
+    return {d: settled_bracket([r for r in rows if r["m"] == m and r["d"] == d]) for d in dims}
+
+
+def gather(settle_lines: dict, settled_rows: list, D: int) -> list[WidthHorizon]:
+    """One :class:`WidthHorizon` per width found in either input, m ascending; ``settle_lines``: {m: lines of one
+    settle file}, ``D``: the cut of settle eq. (1) (n = delta D)."""
+    widths = sorted(set(settle_lines) | {r["m"] for r in settled_rows})
+    out = []
+    for m in widths:
+        lines = settle_lines.get(m, [])
+        out.append(WidthHorizon(m, thresholds_by_step(lines, D), [line["delta"] for line in threshold_lines(lines)],
+                                finite_d_brackets(settled_rows, m)))
+    return out
+
+
+def crossing_text(c: Crossing) -> str:
+    """A settle eq. (1) crossing as text ("above X" without a sign change, "below X" when the first delta already
+    has the outlier)."""
+    if not c.found:
+        return f"above {c.low:g}"
+    if c.low == 0.0 and c.high == c.value:
+        return f"below {c.value:g}"
+    high = "inf" if math.isinf(c.high) else f"{c.high:.2f}"
+    return f"{c.value:.2f} [{c.low:.2f}, {high}]"
+
+
+def table(widths: list[WidthHorizon], D: int) -> list[str]:
+    """Markdown: per width the d = inf threshold at the last checkpoint (with the step and the deltas) and GD's
+    bracket at each d of the records."""
+    dims = sorted({d for w in widths for d in w.brackets})
+    lines = [f"| m | d = inf, delta_NN at the last checkpoint (n = delta {D}) | step | deltas | "
+             + " | ".join(f"GD's first phase, d = {d}" for d in dims) + " |",
+             "|---|---|---|---|" + "---|" * len(dims)]
+    for w in widths:
+        last = w.last
+        cells = [crossing_text(last[1]) if last else "-", str(last[0]) if last else "-",
+                 ", ".join(f"{x:g}" for x in w.deltas) or "-"]
+        cells += [bracket_text(*w.brackets[d]) if d in w.brackets else "-" for d in dims]
+        lines.append(f"| {w.m} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _settle_spec(text: str) -> tuple[int, Path]:
+    m, sep, path = text.partition("=")
+    if not sep or not m.strip().isdigit() or int(m) < 1 or not path:
+        raise click.BadParameter(f"{text!r}: expected M=FILE with M a width >= 1", param_hint="--settle")
+    return int(m), Path(path)
+
+
+SETTLE_KEYS = ("delta", "paths", "replicas", "checkpoints")
+SETTLED_KEYS = ("m", "d", "delta", "eta", "period_two", "points")
+
+
+def _read(path: Path, keys: tuple, kind: str) -> list:
+    """The records of ``path``, each a dict with ``keys``; a one-line click error otherwise."""
+    if not path.is_file():
+        raise click.ClickException(f"{path}: no such file")
+    try:
+        rows = read(path)
+    except ValueError as exc:
+        raise click.ClickException(f"{path}: not a records file ({exc})") from None
+    bad = next((k for k, r in enumerate(rows, 1) if not isinstance(r, dict) or any(key not in r for key in keys)), None)
+    if bad is not None:
+        raise click.ClickException(f"{path}, record {bad}: not a {kind} record (needs {', '.join(keys)})")
+    return rows
+
+
+@click.command()
+@click.option("--settle", "settle_specs", multiple=True, help="M=FILE: a validation.settle file of width M")
+@click.option("--settled", default="", help="validation.settled_hessian records, comma-separated")
+@click.option("--edge-d", "D", type=click.IntRange(min=1), default=400, show_default=True,
+              help="the cut of settle eq. (1): data sets of n = delta D")
+@click.option("--out", type=click.Path(dir_okay=False), help="PNG of the two panels")
+@click.option("--markdown", type=click.Path(dir_okay=False), help="write the table here as well")
+@click.option("--title", default="")
+def main(settle_specs, settled, D, out, markdown, title):
+    specs = [_settle_spec(s) for s in settle_specs]
+    if len({m for m, _ in specs}) < len(specs):
+        raise click.ClickException("--settle: one file per width")
+    settle_lines = {m: _read(p, SETTLE_KEYS, "validation.settle") for m, p in specs}
+    rows = [r for p in settled.split(",") if p for r in _read(Path(p), SETTLED_KEYS, "validation.settled_hessian")]
+    try:
+        widths = gather(settle_lines, rows, D)
+    except (KeyError, TypeError, IndexError, ValueError) as exc:   # a checkpoint or point without its fields
+        raise click.ClickException(f"a record's checkpoints or points are malformed ({exc!r})") from None
+    if not widths:
+        raise click.ClickException("nothing to show: give --settle and/or --settled")
+    text = "\n".join(table(widths, D))
+    print(text)
+    if markdown:
+        Path(markdown).write_text(text + "\n")
+    if out:
+        from thresholds.plots import horizon_vs_m_figure
+        curves = {w.m: [(s, c.value, c.low, c.high) for s, c in w.by_step if c.found and c.low > 0.0]
+                  for w in widths}
+        limits = [(w.m, w.last[0], w.last[1].value, w.last[1].low, w.last[1].high) for w in widths
+                  if w.last and w.last[1].found and w.last[1].low > 0.0]
+        brackets = {}
+        for w in widths:
+            for d, (low, high) in w.brackets.items():
+                if high is not None:
+                    brackets.setdefault(d, []).append((w.m, low, high))
+        horizon_vs_m_figure(out, curves, limits, brackets, D=D, title=title)
+        print(out)
+
+
+if __name__ == "__main__":
+    main()
