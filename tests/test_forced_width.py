@@ -264,3 +264,39 @@ def test_settled_brackets_refuse_records_of_another_activation(tmp_path):
     assert by_series(both, 200) == {}
     with pytest.raises(SystemExit, match="not all of activation gelu"):
         settled_brackets([f"gelu:0.05:8={f}"])
+
+
+def test_reference_table_adds_the_d_inf_law_at_its_last_checkpoint(tmp_path):
+    # --settle with --reference: the settle file's eq. (1) threshold at its last checkpoint and that step, named by
+    # the file's setup; the widths whose interval holds the figure (gelu 6.0: an interval [4, 8] holds it)
+    import pytest
+    from tests.test_settle import settle_line
+    from validation.forced_width import reference_table, settle_thresholds
+    good = tmp_path / "gelu_phase_retrieval_eta0.1_T200_m2.jsonl"
+    good.write_text("".join(json.dumps(settle_line(delta, 880000, [(100, -0.03, 0.001), (200, f, 0.001)])) + "\n"
+                            for delta, f in ((30.0, -0.01), (40.0, 0.03))))
+    quad = tmp_path / "quad_phase_retrieval_eta0.05_T200.jsonl"    # crosses at 3.5, its interval holds 3.6
+    quad.write_text("".join(json.dumps(settle_line(delta, 880000, [(200, f, 0.001)])) + "\n"
+                            for delta, f in ((3.0, -0.01), (4.0, 0.01))))
+    law = settle_thresholds([f"gelu:0.1:2={good}", f"quad:0.05:1={quad}"])
+    t = law[("gelu", 0.1, 2)]
+    assert (t.step, t.deltas, t.crossing.found) == (200, [30.0, 40.0], True)
+    assert t.crossing.value == pytest.approx(32.5)          # -0.01 at 30, +0.03 at 40
+    lines = reference_table((200,), out=tmp_path, law=law)
+    assert lines[0].endswith("| published figure | d = inf law, last checkpoint (step) |")
+    row = next(x for x in lines if x.startswith("| gelu, 0.1 | 2 |"))
+    assert row.startswith("| gelu, 0.1 | 2 |") and row.endswith(" (200) |") and "| 32.50 [" in row
+    assert next(x for x in lines if x.startswith("| gelu, 0.1 | 4 |")).endswith("| 6 | - |")
+    assert lines[-1] == ("Widths whose d = inf law's interval at its last checkpoint holds the figure: gelu: none "
+                         "(of m = 2); quad: m = 1 (of m = 1).")
+    # a file named for another setup, or with one delta, is refused
+    other = tmp_path / "gelu_phase_retrieval_eta0.1_T200_m4.jsonl"
+    other.write_text(good.read_text())
+    with pytest.raises(SystemExit, match="not a validation.settle file of gelu"):
+        settle_thresholds([f"gelu:0.1:2={other}"])
+    with pytest.raises(SystemExit, match="not a validation.settle file of gelu"):
+        settle_thresholds([f"gelu:0.1:1={good}"])
+    one = tmp_path / "gelu_phase_retrieval_eta0.1_T200.jsonl"
+    one.write_text(good.read_text().splitlines()[0] + "\n")
+    with pytest.raises(SystemExit, match="fewer than two deltas"):
+        settle_thresholds([f"gelu:0.1:1={one}"])

@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,7 +177,8 @@ def table(d: int, out=OUT) -> tuple[list[str], list]:
 REFERENCE = {"gelu": 6.0, "quad": 3.6}   # the published figures (phase retrieval) the width issue asks about
 
 
-def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, settled=None) -> list[str]:
+def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, settled=None,
+                    law=None) -> list[str]:
     """Markdown: per (activation, m) the GD and forced crossings at each d against the published figure, and
     the (m, d) at which both activations have a crossing (GD or forced) within ``tol`` of their figures.  ``nn``
     ((activation, eta, m) -> `thresholds nn --json` record, :func:`delta_nn_records`): a column with the d = inf
@@ -184,14 +186,18 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
     :class:`SettledBracket`, :func:`settled_brackets`): a column with the infinite-horizon bracket of GD's first
     phase at finite d, over every d of the records and, where they hold several, at each d alone, and the widths
     whose bracket holds the figure (a closed bracket) or does not exclude it (open below: no delta under its high
-    end where every run is bounded), over every d and at some d alone."""
+    end where every run is bounded), over every d and at some d alone.  ``law`` ((activation, eta, m) ->
+    :class:`LawThreshold`, :func:`settle_thresholds`): a column with the unbiased d = inf law's delta_NN at its last
+    checkpoint, and the widths whose interval there holds the figure."""
+    from validation.settle import crossing_text
     from validation.settled_hessian import bracket_text
-    near, held, admitted, admitted_at = {}, {}, {}, {}
+    near, held, admitted, admitted_at, law_held = {}, {}, {}, {}, {}
     lines = ["| activation, eta | m | " + " | ".join(f"GD, d = {d}" for d in dims) + " | "
              + " | ".join(f"forced, d = {d}" for d in dims) + " | published figure |"
              + (" delta_NN, d = inf (600 steps) |" if nn else "")
-             + (" infinite horizon, GD's first phase (finite d) |" if settled else ""),
-             "|---|---|" + "---|" * (2 * len(dims) + 1 + bool(nn) + bool(settled))]
+             + (" infinite horizon, GD's first phase (finite d) |" if settled else "")
+             + (" d = inf law, last checkpoint (step) |" if law else ""),
+             "|---|---|" + "---|" * (2 * len(dims) + 1 + bool(nn) + bool(settled) + bool(law))]
     for act, eta, m in GD:
         forced, gd = setup_crossings(act, eta, m, out)
         cell = lambda v: f"{v[0]:.2f} +- {v[1]:.2f}" if v else "-"  # noqa: E731
@@ -221,6 +227,12 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
                 row += " |"
                 admitted[(act, m)] = _admits(b.low, b.high, REFERENCE[act])
                 admitted_at[(act, m)] = {d: _admits(*lh, REFERENCE[act]) for d, lh in sorted(b.per_d.items())}
+        if law:
+            t = law.get((act, eta, m))
+            row += " - |" if t is None else f" {crossing_text(t.crossing)} ({t.step}) |"
+            if t is not None:
+                c = t.crossing
+                law_held[(act, m)] = c.found and c.low > 0.0 and c.low <= REFERENCE[act] <= c.high
         lines.append(row)
         for d in dims:
             near[(m, d, act)] = [src for src, v in (("GD", gd.get(d)), ("forced", forced.get(d)))
@@ -247,6 +259,9 @@ def reference_table(dims=(200, 400, 800), out=OUT, tol: float = 0.5, nn=None, se
                   + _widths_holding({k: v == "open" for k, v in admitted.items()})[1] + ".",
                   "", "At one d alone, holding it: " + at_one("holds") + "; open below and not excluding it: "
                   + at_one("open") + "."]
+    if law:
+        lines += ["", "Widths whose d = inf law's interval at its last checkpoint holds the figure: "
+                  + _widths_holding(law_held)[1] + "."]
     return lines
 
 
@@ -355,6 +370,36 @@ def settled_brackets(specs) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class LawThreshold:
+    """delta_NN of the unbiased d = inf law at the last checkpoint of a validation.settle file (settle eq. (1) on the
+    data sets of n = delta D; ``crossing`` a thresholds.nn.Crossing), that ``step`` and the ``deltas`` it rests on."""
+
+    crossing: object
+    step: int
+    deltas: list
+
+
+def settle_thresholds(specs, D: int = 400) -> dict:
+    """(activation, eta, m) -> :class:`LawThreshold` from ``ACT:ETA:M=FILE`` specs, one validation.settle file each,
+    whose name must be of that setup (``ACT_phase_retrieval_etaETA_T<T>[_mM].jsonl``: the lines do not carry it) and
+    whose lines must give eq. (1) a threshold at some checkpoint (two deltas or more)."""
+    from validation.settle import threshold_lines, thresholds_by_step
+    out = {}
+    for spec in specs:
+        act, eta, m, file = _width_spec("--settle", spec)
+        pattern = rf"{re.escape(act)}_phase_retrieval_eta{re.escape(f'{eta:g}')}_T\d+{'' if m == 1 else f'_m{m}'}\.jsonl"
+        if not re.fullmatch(pattern, Path(file).name):
+            raise SystemExit(f"--settle {spec!r}: the file is not a validation.settle file of {act}, phase "
+                             f"retrieval, eta {eta:g}, m = {m}")
+        lines = records.read(Path(file))
+        rows = thresholds_by_step(lines, D)
+        if not rows:
+            raise SystemExit(f"--settle {spec!r}: fewer than two deltas with the cut n = delta {D}")
+        out[(act, eta, m)] = LawThreshold(rows[-1][1], rows[-1][0], [x["delta"] for x in threshold_lines(lines)])
+    return out
+
+
 def by_series(brackets: dict, d: int = None) -> dict:
     """Series label -> [(m, low, high)] of :func:`settled_brackets`' output, as the figure draws them: the bracket
     over every d, or with ``d`` the bracket at that d alone (a width without records there, or none of whose deltas
@@ -387,8 +432,12 @@ def main(argv=None):
     ap.add_argument("--settled", nargs="*", default=[], help="ACT:ETA:M=FILE[,FILE...]: the "
                     "infinite-horizon bracket of validation.settled_hessian records, drawn at width M with --plot (the "
                     "bracket at --d), a column with --reference")
+    ap.add_argument("--settle", nargs="*", default=[], help="ACT:ETA:M=FILE: with --reference, a column with "
+                    "delta_NN of the d = inf law at the last checkpoint of a validation.settle file (eq. (1), n = delta "
+                    "400 data sets)")
     args = ap.parse_args(argv)
     settled = settled_brackets(args.settled)
+    law = settle_thresholds(args.settle)
     lines, series = table(args.d, args.out)
     print("\n".join(lines))
     joint_dims = [int(v) for v in args.joint.split(",")] if args.joint else [args.d]
@@ -406,7 +455,8 @@ def main(argv=None):
                 f"Generated by `python -m validation.forced_width --out {' '.join(map(str, args.out))} --dims "
                 f"{args.dims} --reference FILE"
                 + (" --delta-nn " + " ".join(map(str, args.delta_nn)) if args.delta_nn else "")
-                + (" --settled " + " ".join(args.settled) if args.settled else "") + "` "
+                + (" --settled " + " ".join(args.settled) if args.settled else "")
+                + (" --settle " + " ".join(args.settle) if args.settle else "") + "` "
                 "(a = 1, b = 0, rho0 = 1, no weight decay, square loss, mean-field step, a fixed "
                 "horizon of 600 steps; GD: `thresholds validate` with 30-40 trials per point, as its report says; "
                 "forced: "
@@ -423,11 +473,15 @@ def main(argv=None):
                    "escape first (validation.settled_hessian.verdict); <= high: no delta below high where every "
                    "run's growth is bounded; over every d of the records, then at each d alone where they hold "
                    "several, since the bracket moves with d; a bracket open below does not exclude a figure under "
-                   "its high end, it does not hold it; width sections 11-12c)." if args.settled else ""), ""]
+                   "its high end, it does not hold it; width sections 11-12c)." if args.settled else "")
+                + ("  d = inf law, last checkpoint: delta_NN of the unbiased DMFT law run to T steps "
+                   "(validation.settle eq. (1) on data sets of n = 400 delta, with the replicas' jackknife where the "
+                   "lines keep them) at its last checkpoint, whose step is given; still rising there from m = 2 on "
+                   "(width sections 12b, 12e)." if args.settle else ""), ""]
         dims = tuple(int(v) for v in args.dims.split(","))
         nn = delta_nn_records(args.delta_nn) if args.delta_nn else None
-        args.reference.write_text("\n".join(head + reference_table(dims, out=args.out, nn=nn, settled=settled))
-                                  + "\n")
+        text = head + reference_table(dims, out=args.out, nn=nn, settled=settled, law=law)
+        args.reference.write_text("\n".join(text) + "\n")
     if args.plot:
         from thresholds.plots import crossing_vs_m_figure
         crossing_vs_m_figure(args.plot, series, title=f"phase retrieval, d = {args.d}, 600 steps: forced DMFT trials "

@@ -184,7 +184,9 @@ def thresholds_by_step(lines: list, D: int) -> list:
     return out
 
 
-def _crossing_text(c) -> str:
+def crossing_text(c) -> str:
+    """An eq. (1) crossing as text: "above X" without a sign change, "below X" when the first delta already has the
+    outlier, else the value and its interval (its high end "inf" when a replica left out gives no crossing)."""
     if not c.found:
         return f"above {c.low:g}"
     if c.low == 0.0 and c.high == c.value:   # the first delta already has the outlier
@@ -208,7 +210,7 @@ def threshold_summary(lines: list, edge_dims) -> str:
            "|---|" + "---|" * len(tables)]
     steps = sorted({step for _, rows in tables for step, _ in rows})
     for step in steps:
-        cells = [next((_crossing_text(c) for s, c in rows if s == step), "") for _, rows in tables]
+        cells = [next((crossing_text(c) for s, c in rows if s == step), "") for _, rows in tables]
         out.append(f"| {step} | " + " | ".join(cells) + " |")
     return "\n".join(out + [""])
 

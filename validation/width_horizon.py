@@ -25,9 +25,8 @@ from pathlib import Path
 
 import click
 
-from thresholds.nn import Crossing
 from validation.records import read
-from validation.settle import threshold_lines, thresholds_by_step
+from validation.settle import crossing_text, threshold_lines, thresholds_by_step
 from validation.settled_hessian import bracket_text, settled_bracket
 
 
@@ -62,17 +61,6 @@ def gather(settle_lines: dict, settled_rows: list, D: int) -> list[WidthHorizon]
         out.append(WidthHorizon(m, thresholds_by_step(lines, D), [line["delta"] for line in threshold_lines(lines)],
                                 finite_d_brackets(settled_rows, m)))
     return out
-
-
-def crossing_text(c: Crossing) -> str:
-    """A settle eq. (1) crossing as text ("above X" without a sign change, "below X" when the first delta already
-    has the outlier)."""
-    if not c.found:
-        return f"above {c.low:g}"
-    if c.low == 0.0 and c.high == c.value:
-        return f"below {c.value:g}"
-    high = "inf" if math.isinf(c.high) else f"{c.high:.2f}"
-    return f"{c.value:.2f} [{c.low:.2f}, {high}]"
 
 
 def table(widths: list[WidthHorizon], D: int) -> list[str]:
