@@ -342,6 +342,10 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title=""):
     from matplotlib.ticker import NullFormatter, ScalarFormatter
     left.xaxis.set_major_formatter(ScalarFormatter())
     left.xaxis.set_minor_formatter(NullFormatter())
+    steps = [s for points in curves.values() for s, *_ in points]
+    if steps:   # a 1-2-5 sequence of ticks over the steps drawn (a log axis alone marks only the decades)
+        left.set_xticks([v for v in (c * 10 ** e for e in range(1, 6) for c in (1, 2, 5))
+                         if min(steps) / 1.5 <= v <= max(steps) * 1.5])
     left.set_xlabel("DMFT step")
     left.set_ylabel(f"delta_NN, d = inf law (data sets of n = delta {D})")
     left.set_title("the d = inf law: delta_NN per checkpoint", fontsize=9)
