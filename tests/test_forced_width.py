@@ -296,6 +296,8 @@ def test_reference_table_adds_the_d_inf_law_at_its_last_checkpoint(tmp_path):
         settle_thresholds([f"gelu:0.1:2={other}"])
     with pytest.raises(SystemExit, match="not a validation.settle file of gelu"):
         settle_thresholds([f"gelu:0.1:1={good}"])
+    with pytest.raises(SystemExit, match="no such file"):
+        settle_thresholds([f"gelu:0.1:2={tmp_path / 'gelu_phase_retrieval_eta0.1_T9_m2.jsonl'}"])
     one = tmp_path / "gelu_phase_retrieval_eta0.1_T200.jsonl"
     one.write_text(good.read_text().splitlines()[0] + "\n")
     with pytest.raises(SystemExit, match="fewer than two deltas"):

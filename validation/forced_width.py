@@ -12,7 +12,8 @@ rates come from ``thresholds validate`` reports at the same horizon (``--t0 60 -
     (and --d 800 --plot .../forced_vs_m_d800.png with the same --out; ``--delta-nn FILE ...`` draws the d = inf
     delta_NN of `thresholds nn -T 600 [--m M] --json` files at their width, ``--brackets ACT:ETA:M=FILE,...`` the
     brackets of validation.indicator_points records where no search was run, ``--settled ACT:ETA:M=FILE,...`` the
-    infinite-horizon brackets of validation.settled_hessian records)
+    infinite-horizon brackets of validation.settled_hessian records, ``--settle ACT:ETA:M=FILE`` a column with the
+    d = inf law's delta_NN at the last checkpoint of a validation.settle file)
 
 Joint offset over k cells (``--joint 200,800``), each z_k = (forced - GD) / sqrt(se_forced^2 + se_GD^2):
 
@@ -388,8 +389,11 @@ def settle_thresholds(specs, D: int = 400) -> dict:
     out = {}
     for spec in specs:
         act, eta, m, file = _width_spec("--settle", spec)
-        pattern = rf"{re.escape(act)}_phase_retrieval_eta{re.escape(f'{eta:g}')}_T\d+{'' if m == 1 else f'_m{m}'}\.jsonl"
-        if not re.fullmatch(pattern, Path(file).name):
+        width = "" if m == 1 else f"_m{m}"
+        if not Path(file).is_file():
+            raise SystemExit(f"--settle {spec!r}: no such file")
+        if not re.fullmatch(rf"{re.escape(act)}_phase_retrieval_eta{re.escape(f'{eta:g}')}_T\d+{width}\.jsonl",
+                            Path(file).name):
             raise SystemExit(f"--settle {spec!r}: the file is not a validation.settle file of {act}, phase "
                              f"retrieval, eta {eta:g}, m = {m}")
         lines = records.read(Path(file))
@@ -433,8 +437,8 @@ def main(argv=None):
                     "infinite-horizon bracket of validation.settled_hessian records, drawn at width M with --plot (the "
                     "bracket at --d), a column with --reference")
     ap.add_argument("--settle", nargs="*", default=[], help="ACT:ETA:M=FILE: with --reference, a column with "
-                    "delta_NN of the d = inf law at the last checkpoint of a validation.settle file (eq. (1), n = delta "
-                    "400 data sets)")
+                    "delta_NN of the d = inf law at the last checkpoint of a validation.settle file (eq. (1), n = "
+                    "delta 400 data sets)")
     args = ap.parse_args(argv)
     settled = settled_brackets(args.settled)
     law = settle_thresholds(args.settle)
