@@ -356,6 +356,7 @@ def settled_brackets(specs) -> dict:
     spec's activation (records of other widths or step sizes in the files are skipped); over every d together some
     delta must keep its outlier."""
     from validation.settled_hessian import settled_bracket
+    from validation.width_horizon import finite_d_brackets
     out = {}
     for spec in specs:
         act, eta, m, files = _width_spec("--settled", spec)
@@ -365,9 +366,8 @@ def settled_brackets(specs) -> dict:
         low, high = settled_bracket(rows)
         if high is None:
             raise SystemExit(f"--settled {spec!r}: no delta of the records keeps its outlier")
-        dims = sorted({int(r["d"]) for r in rows})
-        out[(act, eta, m)] = SettledBracket(low, high, dims,
-                                            {d: settled_bracket([r for r in rows if int(r["d"]) == d]) for d in dims})
+        per_d = finite_d_brackets(rows, m)
+        out[(act, eta, m)] = SettledBracket(low, high, list(per_d), per_d)
     return out
 
 
@@ -385,7 +385,7 @@ def settle_thresholds(specs, D: int = 400) -> dict:
     """(activation, eta, m) -> :class:`LawThreshold` from ``ACT:ETA:M=FILE`` specs, one validation.settle file each,
     whose name must be of that setup (``ACT_phase_retrieval_etaETA_T<T>[_mM].jsonl``: the lines do not carry it) and
     whose lines must give eq. (1) a threshold at some checkpoint (two deltas or more)."""
-    from validation.settle import threshold_lines, thresholds_by_step
+    from validation.width_horizon import gather
     out = {}
     for spec in specs:
         act, eta, m, file = _width_spec("--settle", spec)
@@ -396,11 +396,10 @@ def settle_thresholds(specs, D: int = 400) -> dict:
                             Path(file).name):
             raise SystemExit(f"--settle {spec!r}: the file is not a validation.settle file of {act}, phase "
                              f"retrieval, eta {eta:g}, m = {m}")
-        lines = records.read(Path(file))
-        rows = thresholds_by_step(lines, D)
-        if not rows:
+        (w,) = gather({m: records.read(Path(file))}, [], D)
+        if w.last is None:
             raise SystemExit(f"--settle {spec!r}: fewer than two deltas with the cut n = delta {D}")
-        out[(act, eta, m)] = LawThreshold(rows[-1][1], rows[-1][0], [x["delta"] for x in threshold_lines(lines)])
+        out[(act, eta, m)] = LawThreshold(w.last[1], w.last[0], w.deltas)
     return out
 
 
