@@ -107,6 +107,19 @@ def test_run_resumes_only_runs_with_the_same_checkpoints(tmp_path):
     assert [[p["step"] for p in r["points"]] for r in records.read(out)] == [[10, 20], [10, 40]]
 
 
+def test_first_seed_runs_the_same_gd_run_as_the_full_list(tmp_path):
+    from validation import records
+    from validation.settled_hessian import main
+    both, alone = tmp_path / "both.jsonl", tmp_path / "alone.jsonl"
+    common = ["-a", "quad", "--eta", "0.05", "--m", "2", "--delta", "2", "--dims", "30", "--steps", "10,20"]
+    main(common + ["--seeds", "2", "--out", str(both)])
+    main(common + ["--seeds", "1", "--first-seed", "1", "--out", str(alone)])
+    (second,) = records.read(alone)
+    first, twin = records.read(both)
+    assert (first["seed"], twin["seed"], second["seed"]) == (0, 1, 1)
+    assert second["points"] == twin["points"] and second["points"] != first["points"]
+
+
 def test_settled_bracket_reads_which_outliers_stay():
     from validation.settled_hessian import settled_bracket, verdict
 

@@ -38,7 +38,9 @@ is of order 1 / (d m) at these d; the outliers' are 0.2-0.9).
     python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian_m*.jsonl
 
 One record per GD run (all its checkpoints), appended as it ends, so an interrupted run resumes (a run with other
-checkpoints is a new run; the tables keep runs with other checkpoints in separate rows).
+checkpoints is a new run; the tables keep runs with other checkpoints in separate rows).  ``--first-seed k --seeds 1``
+runs the k-th run of a cell alone (the same seed as in a full ``--seeds`` list), so that the runs of one cell can go
+on two cores at once, each into its own file.
 """
 
 from __future__ import annotations
@@ -151,8 +153,10 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
             "period_two": bool(period_two_orbit(run.train_loss)), "seconds": time.time() - t0}
 
 
-def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Path, log=print):
-    """Every (m, delta, d, seed), skipping the runs already in ``out`` with the same checkpoints."""
+def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Path, log=print, first_seed: int = 0):
+    """Every (m, delta, d) with the seeds ``first_seed`` .. ``first_seed + seeds - 1``, skipping the runs already in
+    ``out`` with the same checkpoints (two jobs with disjoint seeds of one cell can run side by side, each into its
+    own file)."""
     steps = sorted(int(s) for s in steps)
     done = {(tuple(r[k] for k in KEYS), r["seed"]) for r in records.read(out)
             if [p["step"] for p in r["points"]] == steps}
@@ -160,7 +164,7 @@ def run(activation, link, eta, widths, deltas, dims, steps, seeds: int, out: Pat
         for d in dims:
             for delta in deltas:
                 key = (activation, link, eta, m, delta, d)
-                for s in range(seeds):
+                for s in range(first_seed, first_seed + seeds):
                     if (key, s) not in done:
                         records.append(out, run_one(activation, link, eta, m, delta, d, steps, s))
                         log(f"m = {m}, delta {delta:g}, d = {d}: run {s}")
@@ -345,6 +349,8 @@ def main(argv=None):
     ap.add_argument("--dims", default="200", help="dimensions, comma-separated")
     ap.add_argument("--steps", default="600,3000,10000,30000", help="checkpoints, comma-separated")
     ap.add_argument("--seeds", type=int, default=2, help="GD runs per (m, delta, d)")
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="the first run's index (seed SEED0 + index); --first-seed 1 --seeds 1 runs the second alone")
     ap.add_argument("--out", type=Path, help="JSONL records (resumed when it exists)")
     ap.add_argument("--summary", type=Path, nargs="+", help="print the table of these records files and stop")
     ap.add_argument("--plot", type=Path, help="also draw the train loss and |z_H| against the step (PNG)")
@@ -363,9 +369,12 @@ def main(argv=None):
         return
     if not (args.summary or args.out):
         ap.error("--out or --summary is required")
+    if args.first_seed < 0 or args.seeds < 1:
+        ap.error("--first-seed must be >= 0 and --seeds >= 1")
     if not args.summary:
         run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
-            [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out)
+            [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out,
+            first_seed=args.first_seed)
     rows = [r for f in (args.summary or [args.out]) for r in records.read(f)]
     print("\n".join(brackets(rows) if args.brackets else compact(rows) if args.compact else summary(rows)))
     if args.plot:
