@@ -37,6 +37,43 @@ def test_hard_outlier_and_bulk_low_read_the_overlaps():
     assert all(math.isnan(v) for v in hard_outlier([-0.1, 0.2], [0.0, 0.9]))   # the hard weight is at 0.2 > 0
 
 
+def test_detached_rule_counts_only_a_hard_eigenvalue_left_of_the_bulk():
+    from thresholds.errors import ThresholdsError
+    vals, ovs = [-0.3, -0.2, -0.1, 0.0, 0.5], [0.01, 0.4, 0.3, 0.9, 0.0]
+    assert all(math.isnan(v) for v in hard_outlier(vals, ovs, "detached"))   # -0.2 has -0.3 of the bulk below it
+    assert hard_outlier([-0.4] + vals, [0.06] + ovs, "detached") == (-0.4, 0.06)
+    assert all(math.isnan(v) for v in hard_outlier([0.1, 0.2], [0.9, 0.9], "detached"))   # not negative
+    with pytest.raises(ThresholdsError, match="unknown rule"):
+        hard_outlier(vals, ovs, "lowest")
+
+
+def test_under_rule_turns_an_in_bulk_outlier_into_none_and_the_verdict_with_it(tmp_path, capsys):
+    # a run whose hard eigenvalue -0.05 stays (R = eta |z| t grows from 3 to 150) but sits above a bulk eigenvalue
+    # at the second checkpoint: by eq. (1') it has an outlier at the first checkpoint alone, grows by L = 0 < log
+    # sqrt(200) and is bounded; the record itself keeps eq. (1)'s z_H
+    from validation import records
+    from validation.settled_hessian import main, under_rule, verdict
+
+    def point(step, vals, ovs):
+        return {"step": step, "eigenvalues": vals, "overlaps": ovs, "z_H": hard_outlier(vals, ovs)[0],
+                "overlap2": hard_outlier(vals, ovs)[1], "train_loss": 0.9, "lambda_B": bulk_low(vals, ovs),
+                "negative": sum(v < 0 for v in vals)}
+    rec = {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 4, "delta": 20.0, "d": 200, "seed": 0,
+           "period_two": False, "points": [point(600, [-0.05, -0.01, 0.2], [0.3, 0.0, 0.0]),
+                                           point(30000, [-0.08, -0.05, 0.1], [0.001, 0.12, 0.0])]}
+    assert verdict(rec) == "stays"
+    (det,) = under_rule([rec], "detached")
+    assert [p["z_H"] for p in det["points"]][0] == -0.05 and math.isnan(det["points"][1]["z_H"])
+    assert verdict(det) == "bounded" and rec["points"][1]["z_H"] == -0.05
+    assert under_rule([rec], "weighted") == [rec]
+    out = tmp_path / "r.jsonl"
+    records.append(out, rec)
+    main(["--summary", str(out), "--brackets"])
+    assert capsys.readouterr().out.splitlines()[-1].endswith("| 20: 1 / 0 / 0 | <= 20 |")
+    main(["--summary", str(out), "--brackets", "--rule", "detached"])
+    assert capsys.readouterr().out.splitlines()[-1].endswith("| 20: 0 / 0 / 1 | - |")
+
+
 def test_hessian_spectrum_from_preactivations_is_the_probe_and_its_dense_blocks_agree_with_lanczos():
     rng = np.random.default_rng(5)
     n, d, m = 400, 30, 3

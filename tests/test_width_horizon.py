@@ -62,3 +62,26 @@ def test_the_command_writes_the_table_and_the_figure_and_refuses_bad_input(tmp_p
     bad.write_text("{not json\n")
     res = CliRunner().invoke(main, ["--settled", str(bad)])
     assert res.exit_code != 0 and "not a records file" in res.output
+
+
+def test_the_detached_rule_reads_gd_brackets_from_the_lowest_eigenvalue_alone(tmp_path):
+    # width 4 at d = 400, two deltas: at 10 the hard eigenvalue -0.04 stays but has bulk eigenvalues below it at both
+    # checkpoints; at 20 it is the lowest at both.  Eq. (1): <= 10; eq. (1'): [10, 20], and the header says so
+    def run(delta, lowest_is_hard):
+        vals, ovs = ([-0.06, -0.05, 0.2], [0.3, 0.0, 0.0]) if lowest_is_hard else ([-0.09, -0.05, 0.2], [0.0, 0.1, 0.0])
+        pts = [{"step": s, "eigenvalues": vals, "overlaps": ovs, "z_H": vals[0] if lowest_is_hard else -0.05}
+               for s in (600, 30000)]
+        return {**gd_run(4, delta, 400), "points": pts}
+    rows = [run(10.0, False), run(20.0, True)]
+    assert gather({}, rows, 400)[0].brackets == {400: (None, 10.0)}
+    assert gather({}, rows, 400, "detached")[0].brackets == {400: (10.0, 20.0)}
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    res = CliRunner().invoke(main, ["--settled", str(path), "--rule", "detached"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[0].endswith("| GD's first phase, outlier left of the bulk, d = 400 |")
+    assert res.output.splitlines()[2] == "| 4 | - | - | - | [10, 20] |"
+    no_spectra = tmp_path / "z.jsonl"   # records without the spectra eq. (1') reads
+    no_spectra.write_text(json.dumps(gd_run(4, 10.0, 400, -0.05, -0.05)) + "\n")
+    res = CliRunner().invoke(main, ["--settled", str(no_spectra), "--rule", "detached"])
+    assert res.exit_code != 0 and "malformed" in res.output and "Traceback" not in res.output, res.output

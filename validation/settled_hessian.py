@@ -30,8 +30,22 @@ That is what separates the widths of quad / phase retrieval (eta 0.05, reports/p
 the first phase interpolates (its train loss falls to 0 like a power law), every negative eigenvalue, the hard
 outliers' included, vanishes with the residuals; where it settles at a positive loss, the hard outliers stay.
 So delta_NN at d = inf and infinite horizon is not below the width's interpolation threshold, whatever
-delta_NN(600) says.  ``O_MIN`` = 0.05: below it an eigenvector is the bulk's (a bulk eigenvector's hard overlap
-is of order 1 / (d m) at these d; the outliers' are 0.2-0.9).
+delta_NN(600) says.  ``O_MIN`` = 0.05: below it an eigenvector is the bulk's (a random direction's hard overlap^2
+is m / (d m) = 1 / d).
+
+Eq. (1) counts a hard-weighted eigenvector wherever it sits in the spectrum.  The d = inf indicator it is compared
+with (thresholds.hessian eq. (4)) counts an outlier only left of the bulk's edge on a data set of n samples, so
+
+    z_H^det(t)  = the lowest eigenvalue, when negative and its eigenvector has hard overlap^2 >= O_MIN       (1')
+
+(``rule="detached"``) is eq. (1)'s finite-d counterpart of that indicator: an outlier below every bulk eigenvalue.
+The two agree at m = 1 (gelu / phase retrieval, eta 0.1, d = 200-1600: the eigenvalue of eq. (1) is the lowest at
+84 of 86 checkpoints with an outlier); from m = 2 on they part as d grows: it is the lowest at 28 / 43 / 18 / 2 of
+34 / 55 / 31 / 11 such checkpoints at m = 2, d = 200 / 400 / 800 / 1600, at 48 / 10 / 1 / 0 of 55 / 27 / 11 / 10 at
+m = 4 and 20 / 6 / 2 of 26 / 14 / 11 at m = 8 (d = 200 / 400 / 800); the others carry hard weight 0.05-0.23 inside
+a negative bulk, with 1 to 36 eigenvalues below them (validation/reports/planted/width section 12g).  ``--rule``
+chooses the rule of every table (the records keep the spectra); eq. (1), ``weighted``, is the default and the rule
+of the tables of sections 11-12f.
 
     python -m validation.settled_hessian --m 16 --delta 2,4 --dims 200 --steps 600,3000,10000,30000 \\
         --out validation/reports/planted/width/settled_hessian_m16.jsonl
@@ -69,8 +83,17 @@ SEED0 = 20_000       # GD run s has seed SEED0 + s
 KEYS = ("activation", "link", "eta", "m", "delta", "d")
 
 
-def hard_outlier(eigenvalues, overlaps) -> tuple[float, float]:
-    """Eq. (1): (z_H, its overlap^2), or (nan, nan) when no negative eigenvalue carries O_MIN of hard weight."""
+RULES = ("weighted", "detached")   # eqs. (1) and (1')
+
+
+def hard_outlier(eigenvalues, overlaps, rule: str = "weighted") -> tuple[float, float]:
+    """Eq. (1) (``rule="weighted"``): (z_H, its overlap^2), or (nan, nan) when no negative eigenvalue carries O_MIN
+    of hard weight; eq. (1') (``"detached"``): the same of the lowest eigenvalue alone.  Eigenvalues ascending."""
+    if rule == "detached":
+        v, o = eigenvalues[0], overlaps[0]
+        return (float(v), float(o)) if v < 0 and o >= O_MIN else (math.nan, math.nan)
+    if rule != "weighted":
+        raise ThresholdsError(f"unknown rule {rule!r}: one of {', '.join(RULES)}")
     for v, o in zip(eigenvalues, overlaps):
         if v >= 0:
             break
@@ -82,6 +105,21 @@ def hard_outlier(eigenvalues, overlaps) -> tuple[float, float]:
 def bulk_low(eigenvalues, overlaps) -> float:
     """lambda_B of eq. (1)."""
     return next((float(v) for v, o in zip(eigenvalues, overlaps) if o < O_MIN), math.nan)
+
+
+def under_rule(rows: list, rule: str) -> list:
+    """The records with z_H and overlap^2 of every checkpoint taken by ``rule`` (eq. (1) or (1')) from the spectrum
+    the record keeps; the records themselves are left as they are."""
+    if rule == "weighted":
+        return rows
+    out = []
+    for r in rows:
+        points = []
+        for p in r["points"]:
+            z, o = hard_outlier(p["eigenvalues"], p["overlaps"], rule)
+            points.append({**p, "z_H": z, "overlap2": o})
+        out.append({**r, "points": points})
+    return out
 
 
 def remaining_growth(point: dict, eta: float) -> float:
@@ -357,6 +395,9 @@ def main(argv=None):
     ap.add_argument("--compact", action="store_true", help="one line per (m, delta, d): first and last checkpoints")
     ap.add_argument("--brackets", action="store_true",
                     help="one line per (m, d): every delta's verdicts and the bracket at that d alone")
+    ap.add_argument("--rule", choices=RULES, default="weighted",
+                    help="the hard outlier of the tables: eq. (1) (any negative eigenvalue with hard weight) or (1') "
+                         "(the lowest eigenvalue only, left of the bulk)")
     ap.add_argument("--dmft-cache", action="store_true",
                     help="print eq. (5) of thresholds.evaluation for every cached DMFT run of -a at --eta and stop")
     args = ap.parse_args(argv)
@@ -375,7 +416,7 @@ def main(argv=None):
         run(args.activation, args.link, args.eta, [int(v) for v in args.m.split(",")], _floats(args.delta),
             [int(v) for v in args.dims.split(",")], [int(v) for v in args.steps.split(",")], args.seeds, args.out,
             first_seed=args.first_seed)
-    rows = [r for f in (args.summary or [args.out]) for r in records.read(f)]
+    rows = under_rule([r for f in (args.summary or [args.out]) for r in records.read(f)], args.rule)
     print("\n".join(brackets(rows) if args.brackets else compact(rows) if args.compact else summary(rows)))
     if args.plot:
         plot(rows, args.plot)

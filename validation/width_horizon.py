@@ -6,7 +6,9 @@ Two routes to the delta above which the first phase keeps a negative hard outlie
 * d = inf: the unbiased DMFT law run to T steps (validation.settle), delta_NN at every checkpoint on the data
   sets of n = delta D (settle eq. (1), widened to the replicas' jackknife where the lines keep them);
 * finite d: GD restricted to the complement of the hard subspace for 3 x 10^4 steps (validation.settled_hessian),
-  the infinite-horizon bracket of each (m, d) alone (``settled_bracket`` on that d's runs).
+  the infinite-horizon bracket of each (m, d) alone (``settled_bracket`` on that d's runs), its hard outlier by
+  settled_hessian eq. (1) or, with ``--rule detached``, eq. (1'): only left of the bulk, as the d = inf indicator
+  counts it.
 
 This module computes nothing those two do not: it takes one settle file per width and the settled_hessian
 records, and gives per width a :class:`WidthHorizon` record, a markdown table and a figure with two panels,
@@ -27,7 +29,7 @@ import click
 
 from validation.records import read
 from validation.settle import crossing_text, threshold_lines, thresholds_by_step
-from validation.settled_hessian import bracket_text, settled_bracket
+from validation.settled_hessian import RULES, bracket_text, settled_bracket, under_rule
 
 
 @dataclass
@@ -51,9 +53,10 @@ def finite_d_brackets(rows: list, m: int) -> dict:
     return {d: settled_bracket([r for r in rows if r["m"] == m and r["d"] == d]) for d in dims}
 
 
-def gather(settle_lines: dict, settled_rows: list, D: int) -> list[WidthHorizon]:
+def gather(settle_lines: dict, settled_rows: list, D: int, rule: str = "weighted") -> list[WidthHorizon]:
     """One :class:`WidthHorizon` per width found in either input, m ascending; ``settle_lines``: {m: lines of one
-    settle file}, ``D``: the cut of settle eq. (1) (n = delta D)."""
+    settle file}, ``D``: the cut of settle eq. (1) (n = delta D), ``rule``: settled_hessian's eq. (1) or (1')."""
+    settled_rows = under_rule(settled_rows, rule)
     widths = sorted(set(settle_lines) | {r["m"] for r in settled_rows})
     out = []
     for m in widths:
@@ -63,12 +66,13 @@ def gather(settle_lines: dict, settled_rows: list, D: int) -> list[WidthHorizon]
     return out
 
 
-def table(widths: list[WidthHorizon], D: int) -> list[str]:
+def table(widths: list[WidthHorizon], D: int, rule: str = "weighted") -> list[str]:
     """Markdown: per width the d = inf threshold at the last checkpoint (with the step and the deltas) and GD's
-    bracket at each d of the records."""
+    bracket at each d of the records (``rule``: the one :func:`gather` took, named in the header when detached)."""
     dims = sorted({d for w in widths for d in w.brackets})
+    name = "GD's first phase" + (", outlier left of the bulk" if rule == "detached" else "")
     lines = [f"| m | d = inf, delta_NN at the last checkpoint (n = delta {D}) | step | deltas | "
-             + " | ".join(f"GD's first phase, d = {d}" for d in dims) + " |",
+             + " | ".join(f"{name}, d = {d}" for d in dims) + " |",
              "|---|---|---|---|" + "---|" * len(dims)]
     for w in widths:
         last = w.last
@@ -111,20 +115,22 @@ def _read(path: Path, keys: tuple, kind: str) -> list:
               help="the cut of settle eq. (1): data sets of n = delta D")
 @click.option("--out", type=click.Path(dir_okay=False), help="PNG of the two panels")
 @click.option("--markdown", type=click.Path(dir_okay=False), help="write the table here as well")
+@click.option("--rule", type=click.Choice(RULES), default="weighted", show_default=True,
+              help="GD's hard outlier: settled_hessian eq. (1), or (1') left of the bulk only")
 @click.option("--title", default="")
-def main(settle_specs, settled, D, out, markdown, title):
+def main(settle_specs, settled, D, out, markdown, rule, title):
     specs = [_settle_spec(s) for s in settle_specs]
     if len({m for m, _ in specs}) < len(specs):
         raise click.ClickException("--settle: one file per width")
     settle_lines = {m: _read(p, SETTLE_KEYS, "validation.settle") for m, p in specs}
     rows = [r for p in settled.split(",") if p for r in _read(Path(p), SETTLED_KEYS, "validation.settled_hessian")]
     try:
-        widths = gather(settle_lines, rows, D)
+        widths = gather(settle_lines, rows, D, rule)
     except (KeyError, TypeError, IndexError, ValueError) as exc:   # a checkpoint or point without its fields
         raise click.ClickException(f"a record's checkpoints or points are malformed ({exc!r})") from None
     if not widths:
         raise click.ClickException("nothing to show: give --settle and/or --settled")
-    text = "\n".join(table(widths, D))
+    text = "\n".join(table(widths, D, rule))
     print(text)
     if markdown:
         Path(markdown).write_text(text + "\n")
