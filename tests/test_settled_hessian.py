@@ -72,6 +72,11 @@ def test_under_rule_turns_an_in_bulk_outlier_into_none_and_the_verdict_with_it(t
     assert capsys.readouterr().out.splitlines()[-1].endswith("| 20: 1 / 0 / 0 | <= 20 |")
     main(["--summary", str(out), "--brackets", "--rule", "detached"])
     assert capsys.readouterr().out.splitlines()[-1].endswith("| 20: 0 / 0 / 1 | - |")
+    late = {**rec, "points": rec["points"][::-1]}   # the detached outlier at the last checkpoint alone: undecided
+    late["points"] = [{**p, "step": s} for p, s in zip(late["points"], (600, 30000))]
+    records.append(out, {**late, "delta": 30.0})
+    main(["--summary", str(out), "--brackets", "--rule", "detached"])
+    assert capsys.readouterr().out.splitlines()[-1].endswith("| 20: 0 / 0 / 1; 30: 0 / 0 / 0 (1 ?) | - |")
 
 
 def test_hessian_spectrum_from_preactivations_is_the_probe_and_its_dense_blocks_agree_with_lanczos():

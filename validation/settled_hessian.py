@@ -247,8 +247,8 @@ def bracket_text(low, high) -> str:
 
 
 def brackets(rows: list) -> list[str]:
-    """Markdown, one line per (m, d, checkpoints): every delta's verdicts (stays / escapes / bounded, the runs of
-    :func:`_groups`) and the :func:`settled_bracket` of that d alone."""
+    """Markdown, one line per (m, d, checkpoints): every delta's verdicts (stays / escapes / bounded, and "(k ?)"
+    for k undecided runs, the runs of :func:`_groups`) and the :func:`settled_bracket` of that d alone."""
     cells = {}
     for (act, _, eta, m, delta, d, steps), (runs, _) in _groups(rows).items():
         if runs:
@@ -259,7 +259,7 @@ def brackets(rows: list) -> list[str]:
     for (act, eta, m, d, steps), (by_delta, kept) in sorted(cells.items()):
         lines.append(f"| {m} | {d} | {steps[0]}-{steps[-1]} | "
                      + "; ".join(f"{dl:g}: " + " / ".join(str(v.count(k)) for k in ("stays", "escapes", "bounded"))
-                                 for dl, v in sorted(by_delta.items()))
+                                 + (f" ({v.count('?')} ?)" if "?" in v else "") for dl, v in sorted(by_delta.items()))
                      + f" | {bracket_text(*settled_bracket(kept))} |")
     return lines
 
