@@ -156,3 +156,30 @@ def test_forced_tangent_predicts_the_unrestricted_hard_component():
         assert scale > 1e-3 * e  # the forcing moves the hard component
         errs.append(np.abs(res.forced[:, 0] - res.hard[:, 0]).max() / scale)
     assert errs[0] < 1e-6 and errs[1] < 0.5 * errs[0]
+
+
+def test_release_adds_a_random_start_sized_hard_component_and_then_runs_unrestricted_gd():
+    # the restricted run to t1 is step for step that of the same seed; at t1 the hard component drawn from the
+    # stream [seed, t1] with the size rho0 / sqrt(d); after t1 plain GD (eqs. (1)-(3), a NumPy reference)
+    base = dict(link="phase_retrieval", m=2, seed=5, rho0=0.8)
+    restricted, released = run_gd(small(steps=12, **base)), run_gd(small(steps=12, release=12, **base))
+    h = np.random.default_rng([5, 12]).standard_normal((1, 2)) * 0.8 / np.sqrt(120)
+    assert np.array_equal(released.train_loss[:12], restricted.train_loss[:12])
+    assert np.all(released.latent_overlap[:12] == 0.0)
+    assert np.allclose(released.theta - restricted.theta, np.vstack([h, np.zeros((119, 2))]), rtol=0, atol=1e-15)
+    later = run_gd(small(steps=14, release=12, **base))
+    X, y = released.data
+    Theta = released.theta.copy()
+    for _ in range(2):
+        U = X @ Theta
+        f = np.tanh(U).mean(axis=1)
+        Theta = Theta + 0.2 * X.T @ ((y - f)[:, None] * (1 - np.tanh(U) ** 2)) / X.shape[0]
+    assert np.allclose(later.theta, Theta, rtol=1e-10, atol=1e-13)
+    assert later.latent_overlap[-1] > 0.0
+
+
+def test_release_refuses_a_step_outside_the_run_or_a_run_outside_the_complement():
+    from thresholds.errors import ThresholdsError
+    for bad in (dict(release=9), dict(release=-1), dict(release=3, complement=False), dict(release=2.5)):
+        with pytest.raises(ThresholdsError, match="release must be"):
+            run_gd(small(**bad))

@@ -12,6 +12,12 @@ latent subspace, so the covariates seen by Theta are independent of y): this
 isolates the first phase, as in the DMFT.  The easy directions stay free and
 their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
 
+``release=t1`` (with ``complement``) ends the restriction at step t1: the first phase runs in the complement to
+t1, then every theta_j gets a hard component of the size a random start has, rho0 / sqrt(d) per hard direction
+(drawn from its own stream, so the run to t1 is the restricted run of the same seed step for step), and GD goes on
+unrestricted.  Whether that hard component grows to O(1) is the escape from the first phase at t1 that
+validation.settled_hessian's verdicts infer from the Hessian (validation.release_check).
+
 The per-step kernel is one fused pass over the rows of X (numba, parallel
 over ROW_BLOCKS row blocks, register tiles of ROWS rows): u_i = x_i^T Theta, psi_i, and the
 gradient accumulation X^T psi share the rows while they are in cache, so a step reads X once and
@@ -58,6 +64,7 @@ class GDSetup:
     m: int = 1
     complement: bool = True
     sphere: bool = False  # rescale every theta_j to norm rho0 after each step
+    release: int = 0      # with complement: the step at which the hard directions are released (0: never)
     planted: float | tuple = 0.0  # initial overlap with every hard direction: one for every theta_j or one per
     #                              neuron (0: the drawn one)
     seed: int = 0
@@ -253,6 +260,11 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
         raise ThresholdsError(f"test_every must be a positive integer, got {setup.test_every!r}")
     act = get_activation(setup.activation)
     link = get_link(setup.link)
+    released = isinstance(setup.release, int) and 0 < setup.release <= setup.steps
+    if setup.release and not (setup.complement and released):
+        from thresholds.errors import ThresholdsError
+        raise ThresholdsError(f"release must be a step in 1..{setup.steps} of a run in the complement, "
+                              f"got {setup.release!r}")
     rng = np.random.default_rng(setup.seed)
     d, m, k = setup.d, setup.m, link.k
     n = int(round(setup.delta * d))
@@ -307,8 +319,11 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
         if t == T:
             break
         Theta += setup.eta * gradT.T - setup.eta * setup.weight_decay * Theta
-        if setup.complement:
+        if setup.complement and not (setup.release and t >= setup.release):
             Theta[:k] = easy.T @ (easy @ Theta[:k])
+        if setup.release and t + 1 == setup.release:   # Theta is now that of step t1: the hard directions released
+            h = np.random.default_rng([setup.seed, setup.release]).standard_normal((hard.shape[0], m))
+            Theta[:k] += (hard.T @ h * (setup.rho0 / math.sqrt(d))).astype(dtype)
         if setup.sphere:
             Theta *= (setup.rho0 / np.sqrt(np.sum(Theta * Theta, axis=0))).astype(dtype)
     out = GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y), hard_overlap=hard_ov,

@@ -1,0 +1,88 @@
+import dataclasses
+import json
+import math
+
+import pytest
+from click.testing import CliRunner
+
+from validation import release_check, settled_hessian
+from validation.release_check import log_steps, main, run_one, summary
+
+
+def test_log_steps_run_from_t1_to_T():
+    steps = log_steps(600, 30000)
+    assert steps[0] == 600 and steps[-1] == 30000 and steps == sorted(set(steps))
+    assert len(steps) == 1 + round(8 * math.log10(50)) and log_steps(3, 4) == [3, 4]
+
+
+def test_a_released_run_is_the_settled_hessian_run_to_t1(monkeypatch):
+    # both modules hand run_gd the same setup (seed, data, test set, start) but the release; q is the hard
+    # fraction of the run, at the start of the release about 1 / d and grown after it at delta 24
+    seen = []
+
+    def spy(setup, **kw):
+        seen.append(setup)
+        return real(setup, **kw)
+    real = release_check.run_gd
+    monkeypatch.setattr(release_check, "run_gd", spy)
+    monkeypatch.setattr(settled_hessian, "run_gd", spy)
+    rec = run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, 1, 20, 400)
+    settled_hessian.run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, [20, 400], 1)
+    released, restricted = seen
+    assert released.release == 20 and dataclasses.replace(released, release=0) == restricted
+    q = dict(rec["q"])
+    assert q[20] < 0.1 and rec["learned"] == (q[400] > 0.5)
+    assert rec["t_half"] is not None if max(q.values()) > 0.5 else not rec["learned"] or rec["t_half"] is not None
+    with pytest.raises(Exception, match="t1"):
+        run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, 1, 400, 400)
+
+
+def _settled(delta, seed, z, ovs_first_lowest=True):
+    """A settled_hessian record with checkpoints 600 / 30000, its hard eigenvalue z at both (the lowest, or with a
+    bulk eigenvalue below it)."""
+    vals, ovs = ([z, 0.1], [0.3, 0.0]) if ovs_first_lowest else ([z - 0.05, z, 0.1], [0.0, 0.3, 0.0])
+    return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 4, "delta": delta, "d": 800,
+            "seed": seed, "period_two": False,
+            "points": [{"step": s, "eigenvalues": vals, "overlaps": ovs, "z_H": z} for s in (600, 30000)]}
+
+
+def _released(delta, seed, learned):
+    q = 0.9 if learned else 0.01
+    return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 4, "delta": delta, "d": 800,
+            "seed": seed, "t1": 600, "steps": 30000, "q": [[600, 0.001], [30000, q]],
+            "train_loss": [[600, 1.0], [30000, 0.9]], "learned": learned, "t_half": 5000 if learned else None}
+
+
+def test_summary_counts_the_verdicts_that_meet_the_release():
+    # run 0: its outlier stays and is the lowest eigenvalue, and the release learns: both rules agree.  Run 1: it
+    # stays inside the bulk and the release does not learn: eq. (1) says stays (disagrees), eq. (1') bounded
+    # (agrees).  Run 2 has no settled record with its checkpoints: "-", counted by neither
+    settled = [_settled(20.0, 0, -0.05), _settled(20.0, 1, -0.05, False), {**_settled(20.0, 2, -0.05),
+               "points": [{"step": s, "eigenvalues": [-0.05], "overlaps": [0.3], "z_H": -0.05} for s in (600, 3000)]}]
+    released = [_released(20.0, 0, True), _released(20.0, 1, False), _released(20.0, 2, True)]
+    lines = summary(released, settled)
+    assert lines[2] == "| 4 | 800 | 20 | 0 | stays | stays | 0.001 | 0.900 | 5000 | yes |"
+    assert lines[3] == "| 4 | 800 | 20 | 1 | stays | bounded | 0.001 | 0.010 | - | no |"
+    assert lines[4].startswith("| 4 | 800 | 20 | 2 | - | - |")
+    assert lines[-2] == "- verdicts by settled_hessian eq. (1): 1 of 2 decided runs agree with the release"
+    assert lines[-1] == "- verdicts by settled_hessian eq. (1'): 2 of 2 decided runs agree with the release"
+
+
+def test_the_command_resumes_and_refuses_bad_input(tmp_path):
+    out = tmp_path / "r.jsonl"
+    args = ["--m", "2", "--delta", "24", "--dims", "40", "--seeds", "0", "--t1", "10", "--steps", "30", "--out", str(out)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0, res.output
+    res = CliRunner().invoke(main, args)                                 # done already: nothing run
+    assert res.exit_code == 0 and res.output == "" and len(out.read_text().splitlines()) == 1
+    settled = tmp_path / "s.jsonl"
+    settled.write_text(json.dumps(_settled(24.0, 0, -0.05)) + "\n")
+    res = CliRunner().invoke(main, ["--summary", str(out), "--records", str(settled)])
+    assert res.exit_code == 0 and "| 2 | 40 | 24 | 0 | - | - |" in res.output
+    for bad, words in ((["--t1", "30", "--steps", "30", "--out", str(out)], "must be below"),
+                       (["--seeds", "0,x", "--out", str(out)], "comma-separated integers"),
+                       (["--delta", "a", "--out", str(out)], "comma-separated numbers"),
+                       (["--summary", str(tmp_path / "none.jsonl")], "no such file"),
+                       ([], "--out or --summary")):
+        res = CliRunner().invoke(main, bad)
+        assert res.exit_code != 0 and words in res.output and "Traceback" not in res.output, (bad, res.output)

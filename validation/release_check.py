@@ -1,0 +1,166 @@
+"""Escape from GD's first phase at finite d, simulated: release the hard directions at t1 and watch them.
+
+validation.settled_hessian infers from the Hessian along the first phase whether GD would escape from it: a hard
+outlier (its eq. (1), or (1') left of the bulk) and the growth of eq. (2) after the first checkpoint t1 give a
+verdict, "stays" or "escapes" (GD's hard component reaches O(1)) or "bounded".  This check runs what the verdict
+predicts, on the verdict's own run: the same seed (the same data, the same start, and so the same first phase
+step for step) restricted to the complement until t1, then every theta_j gets a hard component of a random
+start's size, rho0 / sqrt(d) per hard direction, and GD goes on unrestricted to T, the run's last checkpoint
+(validation.simulate ``release``).  Per run
+
+    q(t) = ||P_H Theta(t)||^2 / ||Theta(t)||^2   (the hard fraction)                                  (1)
+    learned = q(T) > 1/2 (thresholds.forced's success), t_1/2 = the first step with q > 1/2            (2)
+
+at log-spaced steps.  ``--summary`` sets each released run beside the verdicts of its settled_hessian record under
+both rules and counts, per rule, the runs where "stays" / "escapes" (learning) meets learned and "bounded" meets
+not learned; "?" verdicts are counted apart.
+
+Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
+      python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl
+(t1 and T default to the settled_hessian checkpoints 600 and 30000.)
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from thresholds.errors import ThresholdsError
+from thresholds.problem import Problem
+from validation import records
+from validation.settled_hessian import KEYS, RULES, SEED0, under_rule, verdict
+from validation.simulate import GDSetup, run_gd
+
+LEARNED = 0.5   # eq. (2)
+EQUATION = {"weighted": "(1)", "detached": "(1')"}
+
+
+def log_steps(t1: int, T: int, per_decade: int = 8) -> list[int]:
+    """t1, then log-spaced steps to T (T included)."""
+    grid = np.unique(np.round(np.logspace(math.log10(t1), math.log10(T), 1 + round(per_decade * math.log10(T / t1)))))
+    return sorted({t1, T} | {int(s) for s in grid})
+
+
+def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int) -> dict:
+    """One released run (module docstring): q(t) of eq. (1) at :func:`log_steps`, learned and t_1/2 of eq. (2)."""
+    if not 0 < t1 < T:
+        raise ThresholdsError(f"need 0 < t1 < T, got t1 = {t1}, T = {T}")
+    start = time.time()
+    problem = Problem(activation, link, eta=eta, steps=T, m=m)
+    # n_test = 200 and no test loss: the random stream of validation.settled_hessian.run_one, so the data, the
+    # start and the first phase to t1 are that run's
+    res = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200,
+                                      test_loss=False, release=t1))
+    q = res.hard_overlap / res.norm2
+    above = np.nonzero(q[t1:] > LEARNED)[0]
+    steps = log_steps(t1, T)
+    return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T,
+            "q": [[s, float(q[s])] for s in steps], "train_loss": [[s, float(res.train_loss[s])] for s in steps],
+            "learned": bool(q[T] > LEARNED), "t_half": int(t1 + above[0]) if above.size else None,
+            "seconds": time.time() - start}
+
+
+def _key(r: dict) -> tuple:
+    return tuple(r[k] for k in KEYS) + (r["seed"],)
+
+
+def summary(released: list, settled: list) -> list[str]:
+    """Markdown: per released run its settled_hessian verdicts under both rules (the record of the same setup and
+    seed whose checkpoints run from t1 to T) and the release; then, per rule, how often the two agree."""
+    by_key = {_key(r): r for r in settled}
+    lines = ["| m | d | delta | seed | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 | learned |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    agree = {rule: [0, 0, 0] for rule in RULES}   # agree, disagree, undecided
+    for r in sorted(released, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"])):
+        rec = by_key.get(_key(r))
+        if rec is not None and (rec["points"][0]["step"], rec["points"][-1]["step"]) != (r["t1"], r["steps"]):
+            rec = None
+        verdicts = {rule: verdict(under_rule([rec], rule)[0]) if rec else "-" for rule in RULES}
+        for rule, v in verdicts.items():
+            if v in ("stays", "escapes", "bounded"):
+                agree[rule][0 if (v != "bounded") == r["learned"] else 1] += 1
+            elif v == "?":
+                agree[rule][2] += 1
+        q = dict(r["q"])
+        lines.append(f"| {r['m']} | {r['d']} | {r['delta']:g} | {r['seed']} | {verdicts['weighted']} | "
+                     f"{verdicts['detached']} | {q[r['t1']]:.2g} | {q[r['steps']]:.3f} | {r['t_half'] or '-'} | "
+                     f"{'yes' if r['learned'] else 'no'} |")
+    lines.append("")
+    for rule, (yes, no, und) in agree.items():
+        lines.append(f"- verdicts by settled_hessian eq. {EQUATION[rule]}: {yes} of {yes + no} decided runs agree "
+                     "with the release" + (f", {und} undecided" if und else ""))
+    return lines
+
+
+def _ints(text: str, name: str) -> list[int]:
+    try:
+        return [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: comma-separated integers", param_hint=name) from None
+
+
+def _floats(text: str, name: str) -> list[float]:
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: comma-separated numbers", param_hint=name) from None
+
+
+def _read(paths) -> list:
+    rows = []
+    for p in paths:
+        if not Path(p).is_file():
+            raise click.ClickException(f"{p}: no such file")
+        try:
+            rows += records.read(Path(p))
+        except ValueError as exc:
+            raise click.ClickException(f"{p}: not a records file ({exc})") from None
+    return rows
+
+
+@click.command()
+@click.option("-a", "--activation", default="gelu", show_default=True)
+@click.option("-l", "--link", default="phase_retrieval", show_default=True)
+@click.option("--eta", type=float, default=0.1, show_default=True)
+@click.option("--m", "widths", default="4", help="widths, comma-separated")
+@click.option("--delta", "deltas", default="20", help="sample ratios, comma-separated")
+@click.option("--dims", default="800", help="dimensions, comma-separated")
+@click.option("--seeds", default="0,1", help="settled_hessian run indices, comma-separated")
+@click.option("--t1", type=click.IntRange(min=1), default=600, show_default=True, help="the release step")
+@click.option("--steps", "T", type=click.IntRange(min=2), default=30000, show_default=True, help="the horizon T")
+@click.option("--out", type=click.Path(dir_okay=False), help="JSON lines, one per run (resumed when it exists)")
+@click.option("--summary", "summary_files", multiple=True, type=click.Path(dir_okay=False),
+              help="print the table of these release files and stop")
+@click.option("--records", "settled_files", multiple=True, type=click.Path(dir_okay=False),
+              help="validation.settled_hessian records for the verdicts of --summary")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, out, summary_files, settled_files):
+    if summary_files:
+        print("\n".join(summary(_read(summary_files), _read(settled_files))))
+        return
+    if not out:
+        raise click.ClickException("--out or --summary is required")
+    if t1 >= T:
+        raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
+    path = Path(out)
+    done = {_key(r) + (r["t1"], r["steps"]) for r in _read([path])} if path.exists() else set()
+    for m in _ints(widths, "--m"):
+        for d in _ints(dims, "--dims"):
+            for delta in _floats(deltas, "--delta"):
+                for s in _ints(seeds, "--seeds"):
+                    if (activation, link, eta, m, delta, d, s, t1, T) in done:
+                        continue
+                    try:
+                        rec = run_one(activation, link, eta, m, delta, d, s, t1, T)
+                    except (ThresholdsError, FloatingPointError) as exc:
+                        raise click.ClickException(str(exc)) from None
+                    records.append(path, rec)
+                    print(f"m = {m}, d = {d}, delta {delta:g}, run {s}: q(T) = {rec['q'][-1][1]:.3f}, "
+                          f"learned {rec['learned']} ({rec['seconds']:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
