@@ -61,10 +61,27 @@ def test_summary_counts_the_verdicts_that_meet_the_release():
                "points": [{"step": s, "eigenvalues": [-0.05], "overlaps": [0.3], "z_H": -0.05} for s in (600, 3000)]}]
     released = [_released(20.0, 0, True), _released(20.0, 1, False), _released(20.0, 2, True)]
     lines = summary(released, settled)
-    assert lines[2] == "| 4 | 800 | 20 | 0 | stays | stays | 0.001 | 0.900 | 5000 | yes |"
-    assert lines[3] == "| 4 | 800 | 20 | 1 | stays | bounded | 0.001 | 0.010 | - | no |"
-    assert lines[4].startswith("| 4 | 800 | 20 | 2 | - | - |")
+    assert lines[2] == "| 4 | 800 | 20 | 0 | 600 | stays | stays | 0.001 | 0.900 | 5000 | yes |"
+    assert lines[3] == "| 4 | 800 | 20 | 1 | 600 | stays | bounded | 0.001 | 0.010 | - | no |"
+    assert lines[4].startswith("| 4 | 800 | 20 | 2 | 600 | - | - |")
     assert lines[-2] == "- verdicts by settled_hessian eq. (1): 1 of 2 decided runs agree with the release"
+    assert lines[-1] == "- verdicts by settled_hessian eq. (1'): 2 of 2 decided runs agree with the release"
+
+
+def test_a_later_release_meets_the_verdict_of_the_checkpoints_from_its_t1_on():
+    # checkpoints 600 / 3000 / 30000: the outlier at 600 alone, so from 600 the run grows (L = eta 0.2 2400 = 48:
+    # escapes) and from 3000 it has none (bounded); a release at 3000 that does not learn agrees with the latter
+    from validation.release_check import from_t1
+    rec = {**_settled(20.0, 0, -0.2), "points": [
+        {"step": 600, "eigenvalues": [-0.2, 0.1], "overlaps": [0.3, 0.0], "z_H": -0.2},
+        {"step": 3000, "eigenvalues": [-0.2, 0.1], "overlaps": [0.3, 0.0], "z_H": -0.2},
+        {"step": 30000, "eigenvalues": [0.1], "overlaps": [0.3], "z_H": math.nan}]}
+    assert [p["step"] for p in from_t1(rec, 3000, 30000)["points"]] == [3000, 30000]
+    assert from_t1(rec, 1000, 30000) is None and from_t1(rec, 3000, 20000) is None
+    late = {**_released(20.0, 0, False), "t1": 3000, "q": [[3000, 0.001], [30000, 0.01]]}
+    lines = summary([_released(20.0, 0, True), late], [rec])
+    assert lines[2].startswith("| 4 | 800 | 20 | 0 | 600 | escapes | escapes |")
+    assert lines[3].startswith("| 4 | 800 | 20 | 0 | 3000 | bounded | bounded |")
     assert lines[-1] == "- verdicts by settled_hessian eq. (1'): 2 of 2 decided runs agree with the release"
 
 
@@ -78,7 +95,7 @@ def test_the_command_resumes_and_refuses_bad_input(tmp_path):
     settled = tmp_path / "s.jsonl"
     settled.write_text(json.dumps(_settled(24.0, 0, -0.05)) + "\n")
     res = CliRunner().invoke(main, ["--summary", str(out), "--records", str(settled)])
-    assert res.exit_code == 0 and "| 2 | 40 | 24 | 0 | - | - |" in res.output
+    assert res.exit_code == 0 and "| 2 | 40 | 24 | 0 | 10 | - | - |" in res.output
     for bad, words in ((["--t1", "30", "--steps", "30", "--out", str(out)], "must be below"),
                        (["--seeds", "0,x", "--out", str(out)], "comma-separated integers"),
                        (["--delta", "a", "--out", str(out)], "comma-separated numbers"),

@@ -12,8 +12,9 @@ start's size, rho0 / sqrt(d) per hard direction, and GD goes on unrestricted to 
     learned = q(T) > 1/2 (thresholds.forced's success), t_1/2 = the first step with q > 1/2            (2)
 
 at log-spaced steps.  ``--summary`` sets each released run beside the verdicts of its settled_hessian record under
-both rules and counts, per rule, the runs where "stays" / "escapes" (learning) meets learned and "bounded" meets
-not learned; "?" verdicts are counted apart.
+both rules, taken on the record's checkpoints from t1 to T (a release at t1 = 3000 is set beside the verdict of the
+checkpoints 3000 / 10^4 / 3 x 10^4), and counts, per rule, the runs where "stays" / "escapes" (learning) meets
+learned and "bounded" meets not learned; "?" verdicts are counted apart.
 
 Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
       python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl
@@ -68,17 +69,26 @@ def _key(r: dict) -> tuple:
     return tuple(r[k] for k in KEYS) + (r["seed"],)
 
 
+def from_t1(record: dict, t1: int, T: int) -> dict | None:
+    """The settled_hessian record on its checkpoints from t1 to T (None unless both are checkpoints of it)."""
+    points = [p for p in record["points"] if t1 <= p["step"] <= T]
+    if len(points) < 2 or (points[0]["step"], points[-1]["step"]) != (t1, T):
+        return None
+    return {**record, "points": points}
+
+
 def summary(released: list, settled: list) -> list[str]:
     """Markdown: per released run its settled_hessian verdicts under both rules (the record of the same setup and
-    seed whose checkpoints run from t1 to T) and the release; then, per rule, how often the two agree."""
-    by_key = {_key(r): r for r in settled}
-    lines = ["| m | d | delta | seed | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 | learned |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    seed, on its checkpoints from t1 to T: :func:`from_t1`) and the release; then, per rule, how often the two
+    agree."""
+    by_key = {}
+    for r in settled:
+        by_key.setdefault(_key(r), []).append(r)
+    lines = ["| m | d | delta | seed | t1 | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 | learned |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     agree = {rule: [0, 0, 0] for rule in RULES}   # agree, disagree, undecided
-    for r in sorted(released, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"])):
-        rec = by_key.get(_key(r))
-        if rec is not None and (rec["points"][0]["step"], rec["points"][-1]["step"]) != (r["t1"], r["steps"]):
-            rec = None
+    for r in sorted(released, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"])):
+        rec = next((c for c in (from_t1(x, r["t1"], r["steps"]) for x in by_key.get(_key(r), [])) if c), None)
         verdicts = {rule: verdict(under_rule([rec], rule)[0]) if rec else "-" for rule in RULES}
         for rule, v in verdicts.items():
             if v in ("stays", "escapes", "bounded"):
@@ -86,7 +96,7 @@ def summary(released: list, settled: list) -> list[str]:
             elif v == "?":
                 agree[rule][2] += 1
         q = dict(r["q"])
-        lines.append(f"| {r['m']} | {r['d']} | {r['delta']:g} | {r['seed']} | {verdicts['weighted']} | "
+        lines.append(f"| {r['m']} | {r['d']} | {r['delta']:g} | {r['seed']} | {r['t1']} | {verdicts['weighted']} | "
                      f"{verdicts['detached']} | {q[r['t1']]:.2g} | {q[r['steps']]:.3f} | {r['t_half'] or '-'} | "
                      f"{'yes' if r['learned'] else 'no'} |")
     lines.append("")
