@@ -61,9 +61,9 @@ def test_summary_counts_the_verdicts_that_meet_the_release():
                "points": [{"step": s, "eigenvalues": [-0.05], "overlaps": [0.3], "z_H": -0.05} for s in (600, 3000)]}]
     released = [_released(20.0, 0, True), _released(20.0, 1, False), _released(20.0, 2, True)]
     lines = summary(released, settled)
-    assert lines[2] == "| 4 | 800 | 20 | 0 | 600 | stays | stays | 0.001 | 0.900 | 5000 | yes |"
-    assert lines[3] == "| 4 | 800 | 20 | 1 | 600 | stays | bounded | 0.001 | 0.010 | - | no |"
-    assert lines[4].startswith("| 4 | 800 | 20 | 2 | 600 | - | - |")
+    assert lines[2] == "| 4 | 800 | 20 | 0 | 600 | 1 | stays | stays | 0.001 | 0.900 | 5000 | yes |"
+    assert lines[3] == "| 4 | 800 | 20 | 1 | 600 | 1 | stays | bounded | 0.001 | 0.010 | - | no |"
+    assert lines[4].startswith("| 4 | 800 | 20 | 2 | 600 | 1 | - | - |")
     assert lines[-2] == "- verdicts by settled_hessian eq. (1): 1 of 2 decided runs agree with the release"
     assert lines[-1] == "- verdicts by settled_hessian eq. (1'): 2 of 2 decided runs agree with the release"
 
@@ -80,8 +80,8 @@ def test_a_later_release_meets_the_verdict_of_the_checkpoints_from_its_t1_on():
     assert from_t1(rec, 1000, 30000) is None and from_t1(rec, 3000, 20000) is None
     late = {**_released(20.0, 0, False), "t1": 3000, "q": [[3000, 0.001], [30000, 0.01]]}
     lines = summary([_released(20.0, 0, True), late], [rec])
-    assert lines[2].startswith("| 4 | 800 | 20 | 0 | 600 | escapes | escapes |")
-    assert lines[3].startswith("| 4 | 800 | 20 | 0 | 3000 | bounded | bounded |")
+    assert lines[2].startswith("| 4 | 800 | 20 | 0 | 600 | 1 | escapes | escapes |")
+    assert lines[3].startswith("| 4 | 800 | 20 | 0 | 3000 | 1 | bounded | bounded |")
     assert lines[-1] == "- verdicts by settled_hessian eq. (1'): 2 of 2 decided runs agree with the release"
 
 
@@ -92,10 +92,14 @@ def test_the_command_resumes_and_refuses_bad_input(tmp_path):
     assert res.exit_code == 0, res.output
     res = CliRunner().invoke(main, args)                                 # done already: nothing run
     assert res.exit_code == 0 and res.output == "" and len(out.read_text().splitlines()) == 1
+    res = CliRunner().invoke(main, args + ["--start-scale", "0"])        # released at zero: another run
+    assert res.exit_code == 0 and len(out.read_text().splitlines()) == 2
+    zero = json.loads(out.read_text().splitlines()[1])
+    assert zero["scale"] == 0.0 and dict(zero["q"])[10] == 0.0           # nothing in the hard directions at t1
     settled = tmp_path / "s.jsonl"
     settled.write_text(json.dumps(_settled(24.0, 0, -0.05)) + "\n")
     res = CliRunner().invoke(main, ["--summary", str(out), "--records", str(settled)])
-    assert res.exit_code == 0 and "| 2 | 40 | 24 | 0 | 10 | - | - |" in res.output
+    assert res.exit_code == 0 and "| 2 | 40 | 24 | 0 | 10 | 1 | - | - |" in res.output
     for bad, words in ((["--t1", "30", "--steps", "30", "--out", str(out)], "must be below"),
                        (["--seeds", "0,x", "--out", str(out)], "comma-separated integers"),
                        (["--delta", "a", "--out", str(out)], "comma-separated numbers"),

@@ -176,6 +176,9 @@ def test_release_adds_a_random_start_sized_hard_component_and_then_runs_unrestri
         Theta = Theta + 0.2 * X.T @ ((y - f)[:, None] * (1 - np.tanh(U) ** 2)) / X.shape[0]
     assert np.allclose(later.theta, Theta, rtol=1e-10, atol=1e-13)
     assert later.latent_overlap[-1] > 0.0
+    # released at zero: nothing added at t1, and the data set's own gradient moves the hard directions after it
+    zero = run_gd(small(steps=14, release=12, release_scale=0.0, **base))
+    assert zero.latent_overlap[12] == 0.0 and zero.latent_overlap[14] > 0.0
 
 
 def test_release_refuses_a_step_outside_the_run_or_a_run_outside_the_complement():

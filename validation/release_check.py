@@ -46,8 +46,11 @@ def log_steps(t1: int, T: int, per_decade: int = 8) -> list[int]:
     return sorted({t1, T} | {int(s) for s in grid})
 
 
-def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int) -> dict:
-    """One released run (module docstring): q(t) of eq. (1) at :func:`log_steps`, learned and t_1/2 of eq. (2)."""
+def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int,
+            scale: float = 1.0) -> dict:
+    """One released run (module docstring): q(t) of eq. (1) at :func:`log_steps`, learned and t_1/2 of eq. (2);
+    ``scale`` multiplies the released hard component (0: the hard directions released at zero, so that only the
+    data set's own gradient along them can move them)."""
     if not 0 < t1 < T:
         raise ThresholdsError(f"need 0 < t1 < T, got t1 = {t1}, T = {T}")
     start = time.time()
@@ -55,11 +58,11 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
     # n_test = 200 and no test loss: the random stream of validation.settled_hessian.run_one, so the data, the
     # start and the first phase to t1 are that run's
     res = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200,
-                                      test_loss=False, release=t1))
+                                      test_loss=False, release=t1, release_scale=scale))
     q = res.hard_overlap / res.norm2
     above = np.nonzero(q[t1:] > LEARNED)[0]
     steps = log_steps(t1, T)
-    return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T,
+    return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T, "scale": scale,
             "q": [[s, float(q[s])] for s in steps], "train_loss": [[s, float(res.train_loss[s])] for s in steps],
             "learned": bool(q[T] > LEARNED), "t_half": int(t1 + above[0]) if above.size else None,
             "seconds": time.time() - start}
@@ -84,10 +87,10 @@ def summary(released: list, settled: list) -> list[str]:
     by_key = {}
     for r in settled:
         by_key.setdefault(_key(r), []).append(r)
-    lines = ["| m | d | delta | seed | t1 | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 | learned |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| m | d | delta | seed | t1 | start | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 | learned |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     agree = {rule: [0, 0, 0] for rule in RULES}   # agree, disagree, undecided
-    for r in sorted(released, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"])):
+    for r in sorted(released, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r.get("scale", 1.0))):
         rec = next((c for c in (from_t1(x, r["t1"], r["steps"]) for x in by_key.get(_key(r), [])) if c), None)
         verdicts = {rule: verdict(under_rule([rec], rule)[0]) if rec else "-" for rule in RULES}
         for rule, v in verdicts.items():
@@ -96,7 +99,8 @@ def summary(released: list, settled: list) -> list[str]:
             elif v == "?":
                 agree[rule][2] += 1
         q = dict(r["q"])
-        lines.append(f"| {r['m']} | {r['d']} | {r['delta']:g} | {r['seed']} | {r['t1']} | {verdicts['weighted']} | "
+        lines.append(f"| {r['m']} | {r['d']} | {r['delta']:g} | {r['seed']} | {r['t1']} | {r.get('scale', 1.0):g} | "
+                     f"{verdicts['weighted']} | "
                      f"{verdicts['detached']} | {q[r['t1']]:.2g} | {q[r['steps']]:.3f} | {r['t_half'] or '-'} | "
                      f"{'yes' if r['learned'] else 'no'} |")
     lines.append("")
@@ -142,12 +146,14 @@ def _read(paths) -> list:
 @click.option("--seeds", default="0,1", help="settled_hessian run indices, comma-separated")
 @click.option("--t1", type=click.IntRange(min=1), default=600, show_default=True, help="the release step")
 @click.option("--steps", "T", type=click.IntRange(min=2), default=30000, show_default=True, help="the horizon T")
+@click.option("--start-scale", "scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="the released hard component in units of a random start's (0: released at zero)")
 @click.option("--out", type=click.Path(dir_okay=False), help="JSON lines, one per run (resumed when it exists)")
 @click.option("--summary", "summary_files", multiple=True, type=click.Path(dir_okay=False),
               help="print the table of these release files and stop")
 @click.option("--records", "settled_files", multiple=True, type=click.Path(dir_okay=False),
               help="validation.settled_hessian records for the verdicts of --summary")
-def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, out, summary_files, settled_files):
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files):
     if summary_files:
         print("\n".join(summary(_read(summary_files), _read(settled_files))))
         return
@@ -156,15 +162,15 @@ def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, out, summary
     if t1 >= T:
         raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
     path = Path(out)
-    done = {_key(r) + (r["t1"], r["steps"]) for r in _read([path])} if path.exists() else set()
+    done = {_key(r) + (r["t1"], r["steps"], r.get("scale", 1.0)) for r in _read([path])} if path.exists() else set()
     for m in _ints(widths, "--m"):
         for d in _ints(dims, "--dims"):
             for delta in _floats(deltas, "--delta"):
                 for s in _ints(seeds, "--seeds"):
-                    if (activation, link, eta, m, delta, d, s, t1, T) in done:
+                    if (activation, link, eta, m, delta, d, s, t1, T, scale) in done:
                         continue
                     try:
-                        rec = run_one(activation, link, eta, m, delta, d, s, t1, T)
+                        rec = run_one(activation, link, eta, m, delta, d, s, t1, T, scale)
                     except (ThresholdsError, FloatingPointError) as exc:
                         raise click.ClickException(str(exc)) from None
                     records.append(path, rec)

@@ -14,8 +14,8 @@ their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
 
 ``release=t1`` (with ``complement``) ends the restriction at step t1: the first phase runs in the complement to
 t1, then every theta_j gets a hard component of the size a random start has, rho0 / sqrt(d) per hard direction
-(drawn from its own stream, so the run to t1 is the restricted run of the same seed step for step), and GD goes on
-unrestricted.  Whether that hard component grows to O(1) is the escape from the first phase at t1 that
+(drawn from its own stream, so the run to t1 is the restricted run of the same seed step for step; times
+``release_scale``, 0 for none), and GD goes on unrestricted.  Whether that hard component grows to O(1) is the escape from the first phase at t1 that
 validation.settled_hessian's verdicts infer from the Hessian (validation.release_check).
 
 The per-step kernel is one fused pass over the rows of X (numba, parallel
@@ -65,6 +65,7 @@ class GDSetup:
     complement: bool = True
     sphere: bool = False  # rescale every theta_j to norm rho0 after each step
     release: int = 0      # with complement: the step at which the hard directions are released (0: never)
+    release_scale: float = 1.0   # the released hard component in units of a random start's (0: released at zero)
     planted: float | tuple = 0.0  # initial overlap with every hard direction: one for every theta_j or one per
     #                              neuron (0: the drawn one)
     seed: int = 0
@@ -323,7 +324,7 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
             Theta[:k] = easy.T @ (easy @ Theta[:k])
         if setup.release and t + 1 == setup.release:   # Theta is now that of step t1: the hard directions released
             h = np.random.default_rng([setup.seed, setup.release]).standard_normal((hard.shape[0], m))
-            Theta[:k] += (hard.T @ h * (setup.rho0 / math.sqrt(d))).astype(dtype)
+            Theta[:k] += (hard.T @ h * (setup.release_scale * setup.rho0 / math.sqrt(d))).astype(dtype)
         if setup.sphere:
             Theta *= (setup.rho0 / np.sqrt(np.sum(Theta * Theta, axis=0))).astype(dtype)
     out = GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y), hard_overlap=hard_ov,
