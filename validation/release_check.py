@@ -87,7 +87,8 @@ def summary(released: list, settled: list) -> list[str]:
     by_key = {}
     for r in settled:
         by_key.setdefault(_key(r), []).append(r)
-    lines = ["| m | d | delta | seed | t1 | start | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 | learned |",
+    lines = ["| m | d | delta | seed | t1 | start | verdict, eq. (1) | verdict, eq. (1') | q(t1) | q(T) | t_1/2 "
+             "| learned |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     agree = {rule: [0, 0, 0] for rule in RULES}   # agree, disagree, undecided
     for r in sorted(released, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r.get("scale", 1.0))):

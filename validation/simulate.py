@@ -15,8 +15,9 @@ their overlaps M(t) = Theta_E^T Theta(t) are recorded (``signal``).
 ``release=t1`` (with ``complement``) ends the restriction at step t1: the first phase runs in the complement to
 t1, then every theta_j gets a hard component of the size a random start has, rho0 / sqrt(d) per hard direction
 (drawn from its own stream, so the run to t1 is the restricted run of the same seed step for step; times
-``release_scale``, 0 for none), and GD goes on unrestricted.  Whether that hard component grows to O(1) is the escape from the first phase at t1 that
-validation.settled_hessian's verdicts infer from the Hessian (validation.release_check).
+``release_scale``, 0 for none), and GD goes on unrestricted.  Whether the hard component then grows to O(1) is
+the escape from the first phase at t1 that validation.settled_hessian's verdicts infer from the Hessian
+(validation.release_check).
 
 The per-step kernel is one fused pass over the rows of X (numba, parallel
 over ROW_BLOCKS row blocks, register tiles of ROWS rows): u_i = x_i^T Theta, psi_i, and the
