@@ -47,6 +47,15 @@ a negative bulk, with 1 to 36 eigenvalues below them (validation/reports/planted
 chooses the rule of every table (the records keep the spectra); eq. (1), ``weighted``, is the default and the rule
 of the tables of sections 11-12f.
 
+The verdicts against GD (validation.release_check, reports/planted/width section 12g): released from the same
+first phase, GD at d = 400 (gelu, eta 0.1) learns where the verdicts say bounded.  At t1 = 600 every released run
+learns (eq. (1) agrees in 9 of 11, eq. (1') in 1): eq. (2) counts only intervals with an outlier at both ends, so
+a strong outlier gone before the next checkpoint adds nothing, though it grows the hard component past sqrt(d) in
+a few hundred steps.  At t1 = 10^4 GD learns from deltas far below the brackets (m = 1 / 2 / 4 / 8: [12, 16] / <= 12
+/ [5, 7.5] / <= 5), also where the Hessian has no negative eigenvalue: the data set's own gradient along the hard
+directions, zero in expectation but O(n^-1/2) at finite n, moves them, and the verdicts leave it out.  The brackets
+are statements about the Hessian along the first phase, not GD's infinite-horizon threshold at that d.
+
     python -m validation.settled_hessian --m 16 --delta 2,4 --dims 200 --steps 600,3000,10000,30000 \\
         --out validation/reports/planted/width/settled_hessian_m16.jsonl
     python -m validation.settled_hessian --summary validation/reports/planted/width/settled_hessian_m*.jsonl
