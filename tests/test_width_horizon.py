@@ -30,7 +30,8 @@ def test_the_width_table_reads_the_last_checkpoint_and_each_d_alone():
     assert two.by_step[0][1].value == pytest.approx(37.5) and two.last[1].value == pytest.approx(35.0)
     assert four.last is None and four.brackets == {200: (None, 6.0)}
     text = table(widths, 400)
-    assert text[0].endswith("| GD's first phase, d = 200 | GD's first phase, d = 400 |")
+    name = "Hessian verdicts of GD's first phase"
+    assert text[0].endswith(f"| {name}, d = 200 | {name}, d = 400 |")
     assert text[2].startswith("| 2 | 35.00 [") and text[2].endswith("| 200 | 30, 35, 40 | [10, 20] | <= 20 |")
     assert text[3] == "| 4 | - | - | - | <= 6 | - |"
 
@@ -79,7 +80,8 @@ def test_the_detached_rule_reads_gd_brackets_from_the_lowest_eigenvalue_alone(tm
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     res = CliRunner().invoke(main, ["--settled", str(path), "--rule", "detached"])
     assert res.exit_code == 0, res.output
-    assert res.output.splitlines()[0].endswith("| GD's first phase, outlier left of the bulk, d = 400 |")
+    header = res.output.splitlines()[0]
+    assert header.endswith("| Hessian verdicts of GD's first phase, outlier left of the bulk, d = 400 |")
     assert res.output.splitlines()[2] == "| 4 | - | - | - | [10, 20] |"
     no_spectra = tmp_path / "z.jsonl"   # records without the spectra eq. (1') reads
     no_spectra.write_text(json.dumps(gd_run(4, 10.0, 400, -0.05, -0.05)) + "\n")

@@ -369,7 +369,7 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title=""):
         mid = np.where(below, hi, (lo + hi) / 2)
         color = plt.cm.viridis(j / max(len(dims) - 1, 1) * 0.85)
         right.errorbar(m, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt="v", mfc="white", color=color,
-                       capsize=4, label=f"GD's first phase, d = {d}")
+                       capsize=4, label=f"Hessian verdicts of GD's first phase, d = {d}")
         for mm, hh in zip(m[below], hi[below]):
             right.annotate("", xy=(mm, hh * 0.75), xytext=(mm, hh), arrowprops={"arrowstyle": "->", "color": color})
     right.set_xscale("log", base=2)

@@ -5,7 +5,8 @@ Two routes to the delta above which the first phase keeps a negative hard outlie
 
 * d = inf: the unbiased DMFT law run to T steps (validation.settle), delta_NN at every checkpoint on the data
   sets of n = delta D (settle eq. (1), widened to the replicas' jackknife where the lines keep them);
-* finite d: GD restricted to the complement of the hard subspace for 3 x 10^4 steps (validation.settled_hessian),
+* finite d: the Hessian verdicts of GD restricted to the complement of the hard subspace for 3 x 10^4 steps
+  (validation.settled_hessian; GD released from that first phase learns lower, validation.release_check),
   the infinite-horizon bracket of each (m, d) alone (``settled_bracket`` on that d's runs), its hard outlier by
   settled_hessian eq. (1) or, with ``--rule detached``, eq. (1'): only left of the bulk, as the d = inf indicator
   counts it.
@@ -70,7 +71,7 @@ def table(widths: list[WidthHorizon], D: int, rule: str = "weighted") -> list[st
     """Markdown: per width the d = inf threshold at the last checkpoint (with the step and the deltas) and GD's
     bracket at each d of the records (``rule``: the one :func:`gather` took, named in the header when detached)."""
     dims = sorted({d for w in widths for d in w.brackets})
-    name = "GD's first phase" + (", outlier left of the bulk" if rule == "detached" else "")
+    name = "Hessian verdicts of GD's first phase" + (", outlier left of the bulk" if rule == "detached" else "")
     lines = [f"| m | d = inf, delta_NN at the last checkpoint (n = delta {D}) | step | deltas | "
              + " | ".join(f"{name}, d = {d}" for d in dims) + " |",
              "|---|---|---|---|" + "---|" * len(dims)]
