@@ -19,8 +19,8 @@ learned and "bounded" meets not learned; "?" verdicts are counted apart.
 Measured (gelu / phase retrieval, eta 0.1, validation/reports/planted/width section 12g): at t1 = 600 all 11 released
 runs learn within 500-1200 steps (d = 400-800), the verdicts' "bounded" included; at t1 = 10^4 and d = 400 GD
 learns from delta 16 / 12 / 7.5 / 5 at m = 1 / 2 / 4 / 8 (not at 12 / 16 in one of two runs / 5 / -), far below
-the d = inf thresholds, and also with the hard directions released at zero (``--start-scale 0``): the data set's
-own gradient along them moves them.
+the d = inf thresholds (d = 800: from 20 / 12 / 7.5 / 7.5), and also with the hard directions released at zero
+(``--start-scale 0``): the data set's own gradient along them moves them.
 
 Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
       python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl
