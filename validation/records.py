@@ -73,6 +73,17 @@ def read_rows(path: str) -> list:
         raise click.ClickException(str(exc)) from None
 
 
+def read_file(path) -> list:
+    """The records of an existing JSON-lines file; a one-line click error when it is missing or a line does not
+    parse."""
+    if not Path(path).is_file():
+        raise click.ClickException(f"{path}: no such file")
+    try:
+        return read(Path(path))
+    except ValueError as exc:
+        raise click.ClickException(f"{path}: not a records file ({exc})") from None
+
+
 def extend(out: str, rows: list, deltas, make_row, log=None) -> list:
     """``rows`` (read from ``out``) plus ``make_row(delta)`` for each delta not yet among them, each appended to
     ``out`` as it ends (:func:`append`) and passed to ``log``."""

@@ -117,30 +117,17 @@ def summary(released: list, settled: list) -> list[str]:
     return lines
 
 
-def _ints(text: str, name: str) -> list[int]:
+def _values(text: str, name: str, kind) -> list:
+    """Comma-separated values of ``kind`` (int or float) of option ``name``; click.BadParameter otherwise."""
     try:
-        return [int(v) for v in text.split(",") if v.strip()]
+        return [kind(v) for v in text.split(",") if v.strip()]
     except ValueError:
-        raise click.BadParameter(f"{text!r}: comma-separated integers", param_hint=name) from None
-
-
-def _floats(text: str, name: str) -> list[float]:
-    try:
-        return [float(v) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: comma-separated numbers", param_hint=name) from None
+        what = "integers" if kind is int else "numbers"
+        raise click.BadParameter(f"{text!r}: comma-separated {what}", param_hint=name) from None
 
 
 def _read(paths) -> list:
-    rows = []
-    for p in paths:
-        if not Path(p).is_file():
-            raise click.ClickException(f"{p}: no such file")
-        try:
-            rows += records.read(Path(p))
-        except ValueError as exc:
-            raise click.ClickException(f"{p}: not a records file ({exc})") from None
-    return rows
+    return [r for p in paths for r in records.read_file(p)]
 
 
 @click.command()
@@ -170,10 +157,10 @@ def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, 
         raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
     path = Path(out)
     done = {_key(r) + (r["t1"], r["steps"], r.get("scale", 1.0)) for r in _read([path])} if path.exists() else set()
-    for m in _ints(widths, "--m"):
-        for d in _ints(dims, "--dims"):
-            for delta in _floats(deltas, "--delta"):
-                for s in _ints(seeds, "--seeds"):
+    for m in _values(widths, "--m", int):
+        for d in _values(dims, "--dims", int):
+            for delta in _values(deltas, "--delta", float):
+                for s in _values(seeds, "--seeds", int):
                     if (activation, link, eta, m, delta, d, s, t1, T, scale) in done:
                         continue
                     try:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import click
 
-from validation.records import read
+from validation.records import read_file
 from validation.settle import crossing_text, threshold_lines, thresholds_by_step
 from validation.settled_hessian import RULES, bracket_text, settled_bracket, under_rule
 
@@ -97,12 +97,7 @@ SETTLED_KEYS = ("m", "d", "delta", "eta", "period_two", "points")
 
 def _read(path: Path, keys: tuple, kind: str) -> list:
     """The records of ``path``, each a dict with ``keys``; a one-line click error otherwise."""
-    if not path.is_file():
-        raise click.ClickException(f"{path}: no such file")
-    try:
-        rows = read(path)
-    except ValueError as exc:
-        raise click.ClickException(f"{path}: not a records file ({exc})") from None
+    rows = read_file(path)
     bad = next((k for k, r in enumerate(rows, 1) if not isinstance(r, dict) or any(key not in r for key in keys)), None)
     if bad is not None:
         raise click.ClickException(f"{path}, record {bad}: not a {kind} record (needs {', '.join(keys)})")
