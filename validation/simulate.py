@@ -324,14 +324,20 @@ def run_gd(setup: GDSetup, *, progress=None, snapshots=()) -> GDResult:
         if setup.complement and not (setup.release and t >= setup.release):
             Theta[:k] = easy.T @ (easy @ Theta[:k])
         if setup.release and t + 1 == setup.release:   # Theta is now that of step t1: the hard directions released
-            h = np.random.default_rng([setup.seed, setup.release]).standard_normal((hard.shape[0], m))
-            Theta[:k] += (hard.T @ h * (setup.release_scale * setup.rho0 / math.sqrt(d))).astype(dtype)
+            Theta[:k] += released_component(setup, hard).astype(dtype)
         if setup.sphere:
             Theta *= (setup.rho0 / np.sqrt(np.sum(Theta * Theta, axis=0))).astype(dtype)
     out = GDResult(setup, norm2, ov0, train, test, lat, time.time() - start, Theta, (X, y), hard_overlap=hard_ov,
                    signal=signal)
     out.snapshots = snaps
     return out
+
+
+def released_component(setup: GDSetup, hard: np.ndarray) -> np.ndarray:
+    """The hard component that ``release`` adds to Theta's latent rows at step t1 (k x m): rho0 / sqrt(d) times
+    ``release_scale`` per hard direction (``hard``, r x k, orthonormal rows), from the stream [seed, t1]."""
+    h = np.random.default_rng([setup.seed, setup.release]).standard_normal((hard.shape[0], setup.m))
+    return hard.T @ h * (setup.release_scale * setup.rho0 / math.sqrt(setup.d))
 
 
 def hessian_probe(X, y, theta, activation: str, *, a=1.0, b=0.0, k=1, count=2, dense_below=600, axes=None):
@@ -359,26 +365,13 @@ def hessian_spectrum(X, y, U, activation: str, *, a=1.0, b=0.0, k=1, count=2, de
     """
     from scipy.sparse.linalg import LinearOperator, eigsh
 
-    act = get_activation(activation)
-    s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)  # vectorized; sigma'' refused for relu-like
     X = np.asarray(X, dtype=float)
     n, d = X.shape
     m = U.shape[1]
-    a = np.broadcast_to(np.asarray(a, dtype=float), (m,))
-    b = np.broadcast_to(np.asarray(b, dtype=float), (m,))
-    U = np.asarray(U, dtype=float) + b       # (n, m)
-    d1, d2 = s1(U), s2(U)
-    f = np.mean(a * s0(U), axis=1)
-    W = np.einsum("j,k,nj,nk->njk", a, a, d1, d1) / m
-    W[:, np.arange(m), np.arange(m)] -= (y - f)[:, None] * a * d2
+    W = hessian_weights(y, U, activation, a=a, b=b)
     out = {}
     if d * m < dense_below:
-        H = np.empty((d, m, d, m))            # index (coordinate, neuron): v.reshape(d, m) as below
-        for j in range(m):
-            for l in range(j, m):
-                H[:, j, :, l] = X.T @ (W[:, j, l, None] * X) / n
-                H[:, l, :, j] = H[:, j, :, l].T
-        vals, vecs = np.linalg.eigh(H.reshape(d * m, d * m))
+        vals, vecs = np.linalg.eigh(dense_hessian(X, W))
         lo, hi = (vals[:count], vecs[:, :count]), (vals[::-1][:count], vecs[:, ::-1][:, :count])
         out["negative"] = int(np.sum(vals < 0))
     else:
@@ -396,6 +389,46 @@ def hessian_spectrum(X, y, U, activation: str, *, a=1.0, b=0.0, k=1, count=2, de
     for name, (vals, vecs) in (("lowest", lo), ("highest", hi)):
         out[name] = [(float(v), float(np.sum((P @ vecs[:, j].reshape(d, m)[:k]) ** 2))) for j, v in enumerate(vals)]
     return out
+
+
+def hessian_weights(y, U, activation: str, *, a=1.0, b=0.0) -> np.ndarray:
+    """The per-sample m x m weights W_i of :func:`hessian_spectrum` (n x m x m) at the pre-activations U = X Theta
+    (n x m, without the biases)."""
+    act = get_activation(activation)
+    s0, s1, s2 = act.numpy(0), act.numpy(1), act.numpy(2)  # vectorized; sigma'' refused for relu-like
+    m = U.shape[1]
+    a = np.broadcast_to(np.asarray(a, dtype=float), (m,))
+    b = np.broadcast_to(np.asarray(b, dtype=float), (m,))
+    U = np.asarray(U, dtype=float) + b       # (n, m)
+    d1, d2 = s1(U), s2(U)
+    f = np.mean(a * s0(U), axis=1)
+    W = np.einsum("j,k,nj,nk->njk", a, a, d1, d1) / m
+    W[:, np.arange(m), np.arange(m)] -= (y - f)[:, None] * a * d2
+    return W
+
+
+def gd_direction(X, y, U, activation: str, *, a=1.0, b=0.0) -> np.ndarray:
+    """G(Theta) = (1/n) sum_i psi_i x_i (d x m), the direction of the step, eqs. (2)-(3) without weight decay, at the
+    pre-activations U = X Theta (n x m, without the biases): Theta <- Theta + eta G."""
+    s0, s1 = (get_activation(activation).numpy(j) for j in (0, 1))
+    m = U.shape[1]
+    a = np.broadcast_to(np.asarray(a, dtype=float), (m,))
+    U = np.asarray(U, dtype=float) + np.broadcast_to(np.asarray(b, dtype=float), (m,))
+    r = y - np.mean(a * s0(U), axis=1)
+    return np.asarray(X, dtype=float).T @ (r[:, None] * a * s1(U)) / len(y)
+
+
+def dense_hessian(X, W) -> np.ndarray:
+    """H = (1/n) sum_i W_i (x) x_i x_i^T as a (d m) x (d m) matrix, index (coordinate, neuron): a vector v of it is
+    v.reshape(d, m) in Theta's layout."""
+    n, d = X.shape
+    m = W.shape[1]
+    H = np.empty((d, m, d, m))
+    for j in range(m):
+        for l in range(j, m):
+            H[:, j, :, l] = X.T @ (W[:, j, l, None] * X) / n
+            H[:, l, :, j] = H[:, j, :, l].T
+    return H.reshape(d * m, d * m)
 
 
 def sample_matrix(link, pre, delta, d, rng):

@@ -1,0 +1,187 @@
+"""GD's escape after the release, predicted from the first phase's state at t1: the frozen linear response.
+
+validation.release_check restricts GD to the complement of the hard subspace until t1 and then releases it:
+Theta(t1) = Theta_1 + D_0, with Theta_1 the restricted first phase (no hard component) and D_0 the released hard
+component (validation.simulate ``release``).  Linearized about Theta_1, with the Hessian and the gradient frozen at
+t1, the deviation D_tau = Theta(t1 + tau) - Theta_1 follows
+
+    D_{tau+1} = D_tau + eta (F - H D_tau),    F = P_H G(Theta_1),                                       (1)
+
+G the direction of GD's step (validation.simulate eqs. (2)-(3)), H = m Hess R the scaled Hessian at Theta_1 (its
+eq. for ``hessian_spectrum``), P_H the projection on the hard directions.  F is the data set's own gradient along
+the hard directions: zero in expectation (the restricted first phase does not see the signs of the hard
+covariates) and O(n^-1/2) at finite n.  The complement's drift P_C G(Theta_1), the first phase going on, is left out:
+(1) is the deviation from the first phase.  With H v_k = lambda_k v_k,
+
+    D_tau = sum_k v_k [ (1 - eta lambda_k)^tau <v_k, D_0> + (1 - (1 - eta lambda_k)^tau) / lambda_k <v_k, F> ]  (2)
+
+(eta tau <v_k, F> at lambda_k = 0), and the predicted hard fraction and outcome are release_check's eqs. (1)-(2)
+read on it, with no constant of their own:
+
+    q_lin(t1 + tau) = ||P_H D_tau||^2 / ||Theta_1 + D_tau||^2,                                         (3)
+    learned_lin = q_lin(T) > 1/2,   t_1/2,lin = the first step with q_lin > 1/2.                          (4)
+
+A negative eigenvalue with a hard overlap makes (2) grow like (1 + eta |lambda_k|)^tau; with H positive definite
+(2) saturates at the static response H^{-1} F, whose hard fraction is O(1/n) unless H^{-1} is large along the hard
+directions.  The records keep the parts of (3) with F = 0 (``q_start``, the released component alone) and with
+D_0 = 0 (``q_force``, the data set's force alone), the lowest eigenvalue of H, the number of negative ones and the
+squared hard overlap of the lowest eigenvector.
+
+Run:  python -m validation.response_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
+          --t1 10000 --steps 30000 --out P.jsonl
+      python -m validation.response_check --summary P.jsonl --releases release_gelu_t10000.jsonl
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import click
+import numpy as np
+
+from thresholds.alg import latent_split
+from thresholds.catalog import get_link
+from thresholds.errors import ThresholdsError
+from thresholds.problem import Problem
+from validation import records
+from validation.release_check import LEARNED, _read, _values, log_steps
+from validation.settled_hessian import DENSE_MAX, KEYS, SEED0
+from validation.simulate import (GDSetup, dense_hessian, gd_direction, hessian_weights, released_component,
+                                 run_gd)
+
+PER_DECADE = 200   # steps of (3) per decade, for t_1/2,lin
+
+
+def linear_response(vals, vecs, theta1, D0, F, eta: float, taus, hard_rows) -> dict:
+    """Eqs. (2)-(3) at the steps ``taus`` after t1: q_lin and its parts q_start (F = 0) and q_force (D_0 = 0).
+    ``vecs`` are the eigenvectors of H (columns, in Theta's layout flattened), ``hard_rows`` (r x d m) the
+    orthonormal rows spanning the hard directions in that layout."""
+    c0, f = vecs.T @ D0.ravel(), vecs.T @ F.ravel()
+    t1_along = vecs.T @ theta1.ravel()
+    PV = hard_rows @ vecs                       # (r, d m): P_H v_k in the hard basis
+    base = float(theta1.ravel() @ theta1.ravel())
+    out = {"q": [], "q_start": [], "q_force": []}
+    for tau in taus:
+        decay = (1.0 - eta * vals) ** tau
+        small = np.abs(vals) < 1e-12
+        gain = np.where(small, eta * tau, (1.0 - decay) / np.where(small, 1.0, vals))
+        for name, coef in (("q", decay * c0 + gain * f), ("q_start", decay * c0), ("q_force", gain * f)):
+            hard2 = float(np.sum((PV @ coef) ** 2))
+            out[name].append(hard2 / (base + 2.0 * float(t1_along @ coef) + float(coef @ coef)))
+    return out
+
+
+def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int,
+            scale: float = 1.0) -> dict:
+    """The prediction of eqs. (1)-(4) for release_check.run_one with the same arguments: the restricted run of the
+    same seed to t1 (the released run's own first phase), H and F at its end, D_0 the released component."""
+    if not 0 < t1 < T:
+        raise ThresholdsError(f"need 0 < t1 < T, got t1 = {t1}, T = {T}")
+    if d * m > DENSE_MAX:
+        raise ThresholdsError(f"d m = {d * m} is above {DENSE_MAX}: the dense spectrum would not fit the time and "
+                              "memory of a check; use a smaller d")
+    start = time.time()
+    problem = Problem(activation, link, eta=eta, steps=t1, m=m)
+    setup = GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200, test_loss=False)
+    run = run_gd(setup)
+    X, y = run.data
+    theta1 = np.asarray(run.theta, dtype=float)
+    k = get_link(link).k
+    hard = latent_split(link).hard                              # (r, k)
+    D0 = np.zeros_like(theta1)
+    D0[:k] = released_component(dataclasses.replace(setup, release=t1, release_scale=scale), hard)
+    U = X @ theta1
+    G = gd_direction(X, y, U, activation, a=setup.a, b=setup.b)
+    F = np.zeros_like(G)
+    F[:k] = hard.T @ (hard @ G[:k])
+    vals, vecs = np.linalg.eigh(dense_hessian(X, hessian_weights(y, U, activation, a=setup.a, b=setup.b)))
+    hard_rows = np.zeros((hard.shape[0] * m, d * m))            # P_H in Theta's flattened layout (coordinate, neuron)
+    for r in range(hard.shape[0]):
+        for j in range(m):
+            hard_rows[r * m + j, j:k * m:m] = hard[r]
+    coarse = log_steps(t1, T)                                   # release_check's steps, kept in the record
+    steps = sorted(set(log_steps(t1, T, PER_DECADE)) | set(coarse))
+    pred = linear_response(vals, vecs, theta1, D0, F, eta, [s - t1 for s in steps], hard_rows)
+    q = np.array(pred["q"])
+    above = np.nonzero(q > LEARNED)[0]
+    pick = [steps.index(s) for s in coarse]
+    return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T,
+            "scale": scale, "lowest": float(vals[0]), "negative": int(np.sum(vals < 0)),
+            "lowest_hard2": float(np.sum((hard_rows @ vecs[:, 0]) ** 2)),
+            "force2": float(np.sum(F * F)) / m, "norm2": float(np.sum(theta1 * theta1)) / m,
+            **{name: [[steps[i], pred[name][i]] for i in pick] for name in ("q", "q_start", "q_force")},
+            "learned": bool(q[-1] > LEARNED), "t_half": int(steps[above[0]]) if above.size else None,
+            "seconds": time.time() - start}
+
+
+def _key(r: dict) -> tuple:
+    return tuple(r[k] for k in KEYS) + (r["seed"], r["t1"], r["steps"], r.get("scale", 1.0))
+
+
+def summary(predicted: list, released: list) -> list[str]:
+    """Markdown: each prediction beside the release of the same setup, seed, t1, T and start (release_check
+    records), and how often learned_lin meets learned."""
+    by_key = {_key(r): r for r in released}
+    lines = ["| m | d | delta | seed | t1 | T | start | lowest | negative | q_lin(T) | q_start(T) | q_force(T) "
+             "| t_1/2,lin | q(T) | t_1/2 | agree |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    agree = [0, 0]
+    for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r["scale"])):
+        rel = by_key.get(_key(p))
+        if rel is not None:
+            agree[0 if rel["learned"] == p["learned"] else 1] += 1
+        measured = (f"{dict((int(s), v) for s, v in rel['q'])[rel['steps']]:.3f} | {rel['t_half'] or '-'} | "
+                    f"{'yes' if rel['learned'] == p['learned'] else 'no'}") if rel else "- | - | -"
+        lines.append(f"| {p['m']} | {p['d']} | {p['delta']:g} | {p['seed']} | {p['t1']} | {p['steps']} | "
+                     f"{p['scale']:g} | {p['lowest']:.2g} | {p['negative']} | {p['q'][-1][1]:.3g} | "
+                     f"{p['q_start'][-1][1]:.3g} | {p['q_force'][-1][1]:.3g} | {p['t_half'] or '-'} | {measured} |")
+    lines += ["", f"- learned_lin (eq. (4)) meets the release in {agree[0]} of {sum(agree)} runs with a release"]
+    return lines
+
+
+@click.command()
+@click.option("-a", "--activation", default="gelu", show_default=True)
+@click.option("-l", "--link", default="phase_retrieval", show_default=True)
+@click.option("--eta", type=float, default=0.1, show_default=True)
+@click.option("--m", "widths", default="1", help="widths, comma-separated")
+@click.option("--delta", "deltas", default="16", help="sample ratios, comma-separated")
+@click.option("--dims", default="400", help="dimensions, comma-separated")
+@click.option("--seeds", default="0", help="settled_hessian run indices, comma-separated")
+@click.option("--t1", type=click.IntRange(min=1), default=10000, show_default=True, help="the release step")
+@click.option("--steps", "T", type=click.IntRange(min=2), default=30000, show_default=True, help="the horizon T")
+@click.option("--start-scale", "scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
+              help="the released hard component in units of a random start's (0: released at zero)")
+@click.option("--out", type=click.Path(dir_okay=False), help="JSON lines, one per run (resumed when it exists)")
+@click.option("--summary", "summary_files", multiple=True, type=click.Path(dir_okay=False),
+              help="print the table of these prediction files and stop")
+@click.option("--releases", "release_files", multiple=True, type=click.Path(dir_okay=False),
+              help="validation.release_check records to set beside the predictions of --summary")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files):
+    if summary_files:
+        print("\n".join(summary(_read(summary_files), _read(release_files))))
+        return
+    if not out:
+        raise click.ClickException("--out or --summary is required")
+    if t1 >= T:
+        raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
+    path = Path(out)
+    done = {_key(r) for r in _read([path])} if path.exists() else set()
+    for m in _values(widths, "--m", int):
+        for d in _values(dims, "--dims", int):
+            for delta in _values(deltas, "--delta", float):
+                for s in _values(seeds, "--seeds", int):
+                    if (activation, link, eta, m, delta, d, s, t1, T, scale) in done:
+                        continue
+                    try:
+                        rec = run_one(activation, link, eta, m, delta, d, s, t1, T, scale)
+                    except (ThresholdsError, FloatingPointError) as exc:
+                        raise click.ClickException(str(exc)) from None
+                    records.append(path, rec)
+                    print(f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_lin(T) = {rec['q'][-1][1]:.3g}, "
+                          f"lowest eigenvalue {rec['lowest']:.3g} ({rec['seconds']:.0f} s)", flush=True)
+
+
+if __name__ == "__main__":
+    main()
