@@ -85,3 +85,17 @@ def test_the_command_resumes_and_refuses_bad_input(tmp_path):
                        ([], "--out or --summary")):
         res = CliRunner().invoke(main, bad)
         assert res.exit_code != 0 and words in res.output and "Traceback" not in res.output, (bad, res.output)
+
+
+def test_the_early_check_sets_the_prediction_beside_gd():
+    res = CliRunner().invoke(main, ["--m", "2", "--delta", "12", "--dims", "100", "--seeds", "1", "--t1", "50",
+                                    "--check", "1,6"])
+    assert res.exit_code == 0, res.output
+    rows = [line.split("|") for line in res.output.splitlines() if line.startswith("| 1 ") or line.startswith("| 6 ")]
+    assert len(rows) == 2
+    for row in rows:
+        assert float(row[5]) == pytest.approx(float(row[4]) / float(row[2]), rel=2e-3)
+        assert 0.85 < float(row[5]) < 1.15          # within the quadratic terms and the drift (previous test)
+    for bad in ("0,5", "x", ""):
+        res = CliRunner().invoke(main, ["--check", bad])
+        assert res.exit_code != 0 and "--check" in res.output and "Traceback" not in res.output, (bad, res.output)
