@@ -130,46 +130,77 @@ def _read(paths) -> list:
     return [r for p in paths for r in records.read_file(p)]
 
 
+def release_options(widths: str, seeds: str, t1: int, what: str):
+    """The click options of a release's setup, its records file and ``--summary`` (shared with
+    validation.response_check, whose records are ``what``), with these defaults."""
+    options = [
+        click.option("-a", "--activation", default="gelu", show_default=True),
+        click.option("-l", "--link", default="phase_retrieval", show_default=True),
+        click.option("--eta", type=float, default=0.1, show_default=True),
+        click.option("--m", "widths", default=widths, help="widths, comma-separated"),
+        click.option("--delta", "deltas", default="20", help="sample ratios, comma-separated"),
+        click.option("--dims", default="800", help="dimensions, comma-separated"),
+        click.option("--seeds", default=seeds, help="settled_hessian run indices, comma-separated"),
+        click.option("--t1", type=click.IntRange(min=1), default=t1, show_default=True, help="the release step"),
+        click.option("--steps", "T", type=click.IntRange(min=2), default=30000, show_default=True,
+                     help="the horizon T"),
+        click.option("--start-scale", "scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
+                     help="the released hard component in units of a random start's (0: released at zero)"),
+        click.option("--out", type=click.Path(dir_okay=False), help="JSON lines, one per run (resumed when it exists)"),
+        click.option("--summary", "summary_files", multiple=True, type=click.Path(dir_okay=False),
+                     help=f"print the table of these {what} files and stop")]
+
+    def wrap(f):
+        for option in reversed(options):
+            f = option(f)
+        return f
+    return wrap
+
+
+def grid(widths: str, dims: str, deltas: str, seeds: str) -> list[tuple]:
+    """(m, d, delta, seed) over the comma-separated options, all parsed before any run."""
+    axes = [_values(widths, "--m", int), _values(dims, "--dims", int), _values(deltas, "--delta", float),
+            _values(seeds, "--seeds", int)]
+    return [(m, d, delta, s) for m in axes[0] for d in axes[1] for delta in axes[2] for s in axes[3]]
+
+
+def run_key(r: dict) -> tuple:
+    """A record's setup, seed, t1, T and start: what a rerun of the same options skips."""
+    return _key(r) + (r["t1"], r["steps"], r.get("scale", 1.0))
+
+
+def run_grid(out, run, say, problem: tuple, cells: list, t1: int, T: int, scale: float) -> None:
+    """``run(activation, link, eta, m, delta, d, seed, t1, T, scale)`` for every cell of :func:`grid` not yet in the
+    records file ``out`` (resumed), each record appended and ``say(m, d, delta, seed, record)`` printed; every
+    refused input a one-line error."""
+    if not out:
+        raise click.ClickException("--out or --summary is required")
+    if t1 >= T:
+        raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
+    path = Path(out)
+    done = {run_key(r) for r in _read([path])} if path.exists() else set()
+    for m, d, delta, s in cells:
+        if (*problem, m, delta, d, s, t1, T, scale) in done:
+            continue
+        try:
+            rec = run(*problem, m, delta, d, s, t1, T, scale)
+        except (ThresholdsError, FloatingPointError) as exc:
+            raise click.ClickException(str(exc)) from None
+        records.append(path, rec)
+        print(say(m, d, delta, s, rec), flush=True)
+
+
 @click.command()
-@click.option("-a", "--activation", default="gelu", show_default=True)
-@click.option("-l", "--link", default="phase_retrieval", show_default=True)
-@click.option("--eta", type=float, default=0.1, show_default=True)
-@click.option("--m", "widths", default="4", help="widths, comma-separated")
-@click.option("--delta", "deltas", default="20", help="sample ratios, comma-separated")
-@click.option("--dims", default="800", help="dimensions, comma-separated")
-@click.option("--seeds", default="0,1", help="settled_hessian run indices, comma-separated")
-@click.option("--t1", type=click.IntRange(min=1), default=600, show_default=True, help="the release step")
-@click.option("--steps", "T", type=click.IntRange(min=2), default=30000, show_default=True, help="the horizon T")
-@click.option("--start-scale", "scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="the released hard component in units of a random start's (0: released at zero)")
-@click.option("--out", type=click.Path(dir_okay=False), help="JSON lines, one per run (resumed when it exists)")
-@click.option("--summary", "summary_files", multiple=True, type=click.Path(dir_okay=False),
-              help="print the table of these release files and stop")
+@release_options(widths="4", seeds="0,1", t1=600, what="release")
 @click.option("--records", "settled_files", multiple=True, type=click.Path(dir_okay=False),
               help="validation.settled_hessian records for the verdicts of --summary")
 def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files):
     if summary_files:
         print("\n".join(summary(_read(summary_files), _read(settled_files))))
         return
-    if not out:
-        raise click.ClickException("--out or --summary is required")
-    if t1 >= T:
-        raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
-    path = Path(out)
-    done = {_key(r) + (r["t1"], r["steps"], r.get("scale", 1.0)) for r in _read([path])} if path.exists() else set()
-    for m in _values(widths, "--m", int):
-        for d in _values(dims, "--dims", int):
-            for delta in _values(deltas, "--delta", float):
-                for s in _values(seeds, "--seeds", int):
-                    if (activation, link, eta, m, delta, d, s, t1, T, scale) in done:
-                        continue
-                    try:
-                        rec = run_one(activation, link, eta, m, delta, d, s, t1, T, scale)
-                    except (ThresholdsError, FloatingPointError) as exc:
-                        raise click.ClickException(str(exc)) from None
-                    records.append(path, rec)
-                    print(f"m = {m}, d = {d}, delta {delta:g}, run {s}: q(T) = {rec['q'][-1][1]:.3f}, "
-                          f"learned {rec['learned']} ({rec['seconds']:.0f} s)", flush=True)
+    run_grid(out, run_one, lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q(T) = "
+             f"{rec['q'][-1][1]:.3f}, learned {rec['learned']} ({rec['seconds']:.0f} s)",
+             (activation, link, eta), grid(widths, dims, deltas, seeds), t1, T, scale)
 
 
 if __name__ == "__main__":

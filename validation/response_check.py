@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from pathlib import Path
 
 import click
 import numpy as np
@@ -57,8 +56,8 @@ from thresholds.alg import latent_split
 from thresholds.catalog import get_link
 from thresholds.errors import ThresholdsError
 from thresholds.problem import Problem
-from validation import records
-from validation.release_check import LEARNED, _read, _values, log_steps
+from validation.release_check import (LEARNED, _read, _values, grid, log_steps, release_options, run_grid,
+                                      run_key)
 from validation.settled_hessian import DENSE_MAX, KEYS, SEED0
 from validation.simulate import (GDSetup, dense_hessian, gd_direction, hessian_weights, released_component,
                                  run_gd)
@@ -159,20 +158,16 @@ def early_check(activation: str, link: str, eta: float, m: int, delta: float, d:
     return lines
 
 
-def _key(r: dict) -> tuple:
-    return tuple(r[k] for k in KEYS) + (r["seed"], r["t1"], r["steps"], r.get("scale", 1.0))
-
-
 def summary(predicted: list, released: list) -> list[str]:
     """Markdown: each prediction beside the release of the same setup, seed, t1, T and start (release_check
     records), and how often learned_lin meets learned."""
-    by_key = {_key(r): r for r in released}
+    by_key = {run_key(r): r for r in released}
     lines = ["| m | d | delta | seed | t1 | T | start | lowest | negative | q_lin(T) | q_start(T) | q_force(T) "
              "| t_1/2,lin | q(T) | t_1/2 | agree |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     agree = [0, 0]
     for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r["scale"])):
-        rel = by_key.get(_key(p))
+        rel = by_key.get(run_key(p))
         if rel is not None:
             agree[0 if rel["learned"] == p["learned"] else 1] += 1
         measured = (f"{dict((int(s), v) for s, v in rel['q'])[rel['steps']]:.3f} | {rel['t_half'] or '-'} | "
@@ -184,28 +179,8 @@ def summary(predicted: list, released: list) -> list[str]:
     return lines
 
 
-def _grid(widths, dims, deltas, seeds):
-    """(m, d, delta, seed) over the comma-separated options, parsed first so that a bad one stops before any run."""
-    grid = [_values(widths, "--m", int), _values(dims, "--dims", int), _values(deltas, "--delta", float),
-            _values(seeds, "--seeds", int)]
-    return [(m, d, delta, s) for m in grid[0] for d in grid[1] for delta in grid[2] for s in grid[3]]
-
-
 @click.command()
-@click.option("-a", "--activation", default="gelu", show_default=True)
-@click.option("-l", "--link", default="phase_retrieval", show_default=True)
-@click.option("--eta", type=float, default=0.1, show_default=True)
-@click.option("--m", "widths", default="1", help="widths, comma-separated")
-@click.option("--delta", "deltas", default="16", help="sample ratios, comma-separated")
-@click.option("--dims", default="400", help="dimensions, comma-separated")
-@click.option("--seeds", default="0", help="settled_hessian run indices, comma-separated")
-@click.option("--t1", type=click.IntRange(min=1), default=10000, show_default=True, help="the release step")
-@click.option("--steps", "T", type=click.IntRange(min=2), default=30000, show_default=True, help="the horizon T")
-@click.option("--start-scale", "scale", type=click.FloatRange(min=0), default=1.0, show_default=True,
-              help="the released hard component in units of a random start's (0: released at zero)")
-@click.option("--out", type=click.Path(dir_okay=False), help="JSON lines, one per run (resumed when it exists)")
-@click.option("--summary", "summary_files", multiple=True, type=click.Path(dir_okay=False),
-              help="print the table of these prediction files and stop")
+@release_options(widths="1", seeds="0", t1=10000, what="prediction")
 @click.option("--releases", "release_files", multiple=True, type=click.Path(dir_okay=False),
               help="validation.release_check records to set beside the predictions of --summary")
 @click.option("--check", "taus", help="steps after t1, comma-separated: print q_lin beside the released GD run's q "
@@ -218,28 +193,15 @@ def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, 
         taus = _values(taus, "--check", int)
         if not taus or min(taus) < 1:
             raise click.BadParameter(f"{taus}: steps after t1 must be positive", param_hint="--check")
-        for m, d, delta, s in _grid(widths, dims, deltas, seeds):
+        for m, d, delta, s in grid(widths, dims, deltas, seeds):
             try:
                 print("\n".join(early_check(activation, link, eta, m, delta, d, s, t1, taus, scale)) + "\n", flush=True)
             except (ThresholdsError, FloatingPointError) as exc:
                 raise click.ClickException(str(exc)) from None
         return
-    if not out:
-        raise click.ClickException("--out or --summary is required")
-    if t1 >= T:
-        raise click.ClickException(f"--t1 {t1} must be below --steps {T}")
-    path = Path(out)
-    done = {_key(r) for r in _read([path])} if path.exists() else set()
-    for m, d, delta, s in _grid(widths, dims, deltas, seeds):
-        if (activation, link, eta, m, delta, d, s, t1, T, scale) in done:
-            continue
-        try:
-            rec = run_one(activation, link, eta, m, delta, d, s, t1, T, scale)
-        except (ThresholdsError, FloatingPointError) as exc:
-            raise click.ClickException(str(exc)) from None
-        records.append(path, rec)
-        print(f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_lin(T) = {rec['q'][-1][1]:.3g}, "
-              f"lowest eigenvalue {rec['lowest']:.3g} ({rec['seconds']:.0f} s)", flush=True)
+    run_grid(out, run_one, lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_lin(T) = "
+             f"{rec['q'][-1][1]:.3g}, lowest eigenvalue {rec['lowest']:.3g} ({rec['seconds']:.0f} s)",
+             (activation, link, eta), grid(widths, dims, deltas, seeds), t1, T, scale)
 
 
 if __name__ == "__main__":
