@@ -36,7 +36,9 @@ it after 300-1000 steps, at q ~ 10^-3, by factors of 1.5-7 where it does not lea
 learned_lin holds in none of the 33 releases of section 12g (q_lin(T) <= 0.32), so it meets only the 9 that do
 not learn.  In the seven runs with H positive definite at t1, q_force(T) is at most 0.0015 where GD does not learn
 and at least 0.0038 where it does, a gap at the scale where GD leaves the linear response (read off these runs, not
-derived); with negative eigenvalues q_lin(T) (their hard overlap) does not order the outcomes.  The escape after
+derived); on nine new positive-definite runs (m = 1, d = 400) seven meet that order, one falls in the gap, one goes
+against it: 15 of 16 on one side of a scale near 0.003-0.005, an indicator, not a rule.  With negative eigenvalues
+q_lin(T) (their hard overlap) does not order the outcomes.  The escape after
 the release is not the linear response to the data set's force: it is decided beyond second order.
 
 Run:  python -m validation.response_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
