@@ -87,3 +87,36 @@ def test_the_detached_rule_reads_gd_brackets_from_the_lowest_eigenvalue_alone(tm
     no_spectra.write_text(json.dumps(gd_run(4, 10.0, 400, -0.05, -0.05)) + "\n")
     res = CliRunner().invoke(main, ["--settled", str(no_spectra), "--rule", "detached"])
     assert res.exit_code != 0 and "malformed" in res.output and "Traceback" not in res.output, res.output
+
+
+def _release(m, delta, d, learned, t1=10000, seed=0):
+    return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": m, "delta": delta, "d": d, "seed": seed,
+            "t1": t1, "steps": 30000, "scale": 1.0, "learned": learned}
+
+
+def test_released_brackets_are_where_half_the_runs_learn(tmp_path):
+    from validation.width_horizon import released_bracket
+    # 12: 2 of 5 learn, 16: 4 of 5, 20: 5 of 5 -> [12, 16]; a delta above the crossing with fewer than half learned
+    # moves high up past it; nothing learned -> no high end; every delta learned -> no low end
+    runs = [_release(1, 12.0, 400, k < 2, seed=k) for k in range(5)] + \
+           [_release(1, 16.0, 400, k < 4, seed=k) for k in range(5)] + [_release(1, 20.0, 400, True)]
+    assert released_bracket(runs) == (12.0, 16.0)
+    assert released_bracket(runs + [_release(1, 24.0, 400, False), _release(1, 28.0, 400, True)]) == (24.0, 28.0)
+    assert released_bracket([_release(1, 8.0, 400, False)]) == (None, None)
+    assert released_bracket([_release(1, 8.0, 400, True), _release(1, 4.0, 400, True)]) == (None, 4.0)
+    # the table and the figure: a released column per d, only the runs released at --release-t1 with scale 1
+    rows = runs + [_release(1, 12.0, 800, False), _release(1, 16.0, 800, True), _release(2, 8.0, 800, True),
+                   _release(1, 8.0, 400, True, t1=600), {**_release(1, 8.0, 400, True), "scale": 0.0}]
+    path = tmp_path / "rel.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    png = tmp_path / "f.png"
+    res = CliRunner().invoke(main, ["--released", str(path), "--out", str(png)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].endswith("| GD released at t1 = 10000, d = 400 | GD released at t1 = 10000, d = 800 |")
+    assert lines[2] == "| 1 | - | - | - | [12, 16] | [12, 16] |" and lines[3] == "| 2 | - | - | - | - | <= 8 |"
+    assert png.stat().st_size > 10000
+    res = CliRunner().invoke(main, ["--released", str(path), "--release-t1", "600"])
+    assert res.exit_code == 0 and res.output.splitlines()[2] == "| 1 | - | - | - | <= 8 |"
+    res = CliRunner().invoke(main, ["--released", str(tmp_path / "none.jsonl")])
+    assert res.exit_code != 0 and "no such file" in res.output and "Traceback" not in res.output

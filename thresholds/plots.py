@@ -323,12 +323,33 @@ def settling_figure(path, panels, *, title=""):
     save_figure(plt, fig, path)
 
 
-def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title=""):
+def _bracket_bars(plt, ax, series, marker, label, offset, cmap):
+    """Brackets {d: [(m, low, high)]} as bars at m shifted by 2^offset (and a little more per d), one color per d;
+    low None: a marker at high and an arrow down."""
+    dims = sorted(series)
+    for j, d in enumerate(dims):
+        shift = 2 ** (0.07 * (j - (len(dims) - 1) / 2) + offset)
+        rows = sorted(series[d], key=lambda b: b[0])
+        m = np.array([r[0] for r in rows], dtype=float) * shift
+        hi = np.array([r[2] for r in rows], dtype=float)
+        lo = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=float)
+        below = np.isnan(lo)
+        mid = np.where(below, hi, (lo + hi) / 2)
+        color = plt.get_cmap(cmap)(j / max(len(dims) - 1, 1) * 0.85)
+        ax.errorbar(m, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt=marker,
+                    mfc="white" if marker == "v" else color, color=color, capsize=4, label=label.format(d=d))
+        for mm, hh in zip(m[below], hi[below]):
+            ax.annotate("", xy=(mm, hh * 0.75), xytext=(mm, hh), arrowprops={"arrowstyle": "->", "color": color})
+
+
+def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title="", released=None,
+                        released_label="GD released, d = {d}"):
     """Two panels.  Left: the d = inf delta_NN against the step, ``curves`` = {m: [(step, value, low, high)]} (a
     line per width, its interval shaded where finite).  Right: against the width, ``limits`` = [(m, step, value,
     low, high)] (the last checkpoint's value, filled circles, the step beside it) and ``brackets`` = {d: [(m, low,
-    high)]} (GD's infinite-horizon brackets at finite d, bars offset per d; low None: open below, an arrow down from
-    high)."""
+    high)]} (GD's infinite-horizon brackets at finite d, open triangles offset per d; low None: open below, an
+    arrow down from high); ``released`` likewise (GD released from its first phase, filled squares, offset to the
+    other side)."""
     plt = pyplot()
     fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
     for k, (m, points) in enumerate(sorted(curves.items())):
@@ -349,7 +370,8 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title=""):
     left.set_xlabel("DMFT step")
     left.set_ylabel(f"delta_NN, d = inf law (data sets of n = delta {D})")
     left.set_title("the d = inf law: delta_NN per checkpoint", fontsize=9)
-    left.legend(fontsize=8)
+    if any(curves.values()):
+        left.legend(fontsize=8)
     widths = sorted({m for m, *_ in limits} | {m for rows in brackets.values() for m, *_ in rows})
     if limits:
         m, step, v, lo, hi = (np.array(c, dtype=float) for c in zip(*sorted(limits)))
@@ -358,20 +380,9 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title=""):
                        label="d = inf law, last checkpoint")
         for mm, ss, vv in zip(m, step, v):
             right.annotate(f"T = {ss:.0f}", (mm, vv), textcoords="offset points", xytext=(6, 4), fontsize=7)
-    dims = sorted(brackets)
-    for j, d in enumerate(dims):
-        shift = 2 ** (0.07 * (j - (len(dims) - 1) / 2) - 0.25)
-        rows = sorted(brackets[d], key=lambda b: b[0])
-        m = np.array([r[0] for r in rows], dtype=float) * shift
-        hi = np.array([r[2] for r in rows], dtype=float)
-        lo = np.array([np.nan if r[1] is None else r[1] for r in rows], dtype=float)
-        below = np.isnan(lo)
-        mid = np.where(below, hi, (lo + hi) / 2)
-        color = plt.cm.viridis(j / max(len(dims) - 1, 1) * 0.85)
-        right.errorbar(m, mid, yerr=[np.where(below, 0.0, mid - lo), hi - mid], fmt="v", mfc="white", color=color,
-                       capsize=4, label=f"Hessian verdicts of GD's first phase, d = {d}")
-        for mm, hh in zip(m[below], hi[below]):
-            right.annotate("", xy=(mm, hh * 0.75), xytext=(mm, hh), arrowprops={"arrowstyle": "->", "color": color})
+    widths = sorted(set(widths) | {m for rows in (released or {}).values() for m, *_ in rows})
+    _bracket_bars(plt, right, brackets, "v", "Hessian verdicts of GD's first phase, d = {d}", -0.25, "viridis")
+    _bracket_bars(plt, right, released or {}, "s", released_label, 0.25, "autumn")
     right.set_xscale("log", base=2)
     right.set_xticks(widths)
     right.set_xticklabels([str(w) for w in widths])

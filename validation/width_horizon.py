@@ -36,11 +36,13 @@ from validation.settled_hessian import RULES, bracket_text, settled_bracket, und
 @dataclass
 class WidthHorizon:
     """One width: the d = inf delta_NN per checkpoint [(step, Crossing)] (empty without a settle file or with
-    fewer than two deltas), the deltas it rests on, and GD's infinite-horizon bracket per d, {d: (low, high)}."""
+    fewer than two deltas), the deltas it rests on, GD's infinite-horizon bracket per d from the Hessian verdicts,
+    {d: (low, high)}, and the bracket of GD released from its first phase per d (:func:`released_bracket`)."""
     m: int
     by_step: list = field(default_factory=list)
     deltas: list = field(default_factory=list)
     brackets: dict = field(default_factory=dict)
+    released: dict = field(default_factory=dict)   # {d: (low, high)} of GD released from its first phase
 
     @property
     def last(self):
@@ -54,32 +56,60 @@ def finite_d_brackets(rows: list, m: int) -> dict:
     return {d: settled_bracket([r for r in rows if r["m"] == m and r["d"] == d]) for d in dims}
 
 
-def gather(settle_lines: dict, settled_rows: list, D: int, rule: str = "weighted") -> list[WidthHorizon]:
-    """One :class:`WidthHorizon` per width found in either input, m ascending; ``settle_lines``: {m: lines of one
-    settle file}, ``D``: the cut of settle eq. (1) (n = delta D), ``rule``: settled_hessian's eq. (1) or (1')."""
+def released_bracket(rows: list) -> tuple:
+    """Where half of the released runs learn (validation.release_check records of one width and d): (low, high),
+    high the smallest delta from which on every delta has at least half its runs learned, low the delta below it
+    (fewer than half); None for an end without such a delta."""
+    learned = {}
+    for r in rows:
+        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
+    high = low = None
+    for delta in sorted(learned, reverse=True):
+        if 2 * sum(learned[delta]) < len(learned[delta]):
+            low = delta if high is not None else None
+            break
+        high = delta
+    return low, high
+
+
+def released_brackets(rows: list, m: int, t1: int) -> dict:
+    """{d: :func:`released_bracket`} of the release records at width m released at step t1 with a random start's
+    hard component (scale 1), d ascending."""
+    rows = [r for r in rows if r["m"] == m and r["t1"] == t1 and r.get("scale", 1.0) == 1.0]
+    return {d: released_bracket([r for r in rows if r["d"] == d]) for d in sorted({r["d"] for r in rows})}
+
+
+def gather(settle_lines: dict, settled_rows: list, D: int, rule: str = "weighted", released_rows: tuple = (),
+           t1: int = 10000) -> list[WidthHorizon]:
+    """One :class:`WidthHorizon` per width found in any input, m ascending; ``settle_lines``: {m: lines of one
+    settle file}, ``D``: the cut of settle eq. (1) (n = delta D), ``rule``: settled_hessian's eq. (1) or (1'),
+    ``released_rows``: validation.release_check records, those released at ``t1`` taken."""
     settled_rows = under_rule(settled_rows, rule)
-    widths = sorted(set(settle_lines) | {r["m"] for r in settled_rows})
+    widths = sorted(set(settle_lines) | {r["m"] for r in settled_rows} | {r["m"] for r in released_rows})
     out = []
     for m in widths:
         lines = settle_lines.get(m, [])
         out.append(WidthHorizon(m, thresholds_by_step(lines, D), [line["delta"] for line in threshold_lines(lines)],
-                                finite_d_brackets(settled_rows, m)))
+                                finite_d_brackets(settled_rows, m), released_brackets(released_rows, m, t1)))
     return out
 
 
-def table(widths: list[WidthHorizon], D: int, rule: str = "weighted") -> list[str]:
-    """Markdown: per width the d = inf threshold at the last checkpoint (with the step and the deltas) and GD's
-    bracket at each d of the records (``rule``: the one :func:`gather` took, named in the header when detached)."""
+def table(widths: list[WidthHorizon], D: int, rule: str = "weighted", t1: int = 10000) -> list[str]:
+    """Markdown: per width the d = inf threshold at the last checkpoint (with the step and the deltas), GD's
+    bracket at each d of the records (``rule``: the one :func:`gather` took, named in the header when detached)
+    and the released runs' bracket at each d (released at ``t1``)."""
     dims = sorted({d for w in widths for d in w.brackets})
+    rdims = sorted({d for w in widths for d in w.released})
     name = "Hessian verdicts of GD's first phase" + (", outlier left of the bulk" if rule == "detached" else "")
-    lines = [f"| m | d = inf, delta_NN at the last checkpoint (n = delta {D}) | step | deltas | "
-             + " | ".join(f"{name}, d = {d}" for d in dims) + " |",
-             "|---|---|---|---|" + "---|" * len(dims)]
+    heads = [f"m | d = inf, delta_NN at the last checkpoint (n = delta {D}) | step | deltas"]
+    heads += [f"{name}, d = {d}" for d in dims] + [f"GD released at t1 = {t1}, d = {d}" for d in rdims]
+    lines = ["| " + " | ".join(heads) + " |", "|---|---|---|---|" + "---|" * (len(dims) + len(rdims))]
     for w in widths:
         last = w.last
         cells = [crossing_text(last[1]) if last else "-", str(last[0]) if last else "-",
                  ", ".join(f"{x:g}" for x in w.deltas) or "-"]
         cells += [bracket_text(*w.brackets[d]) if d in w.brackets else "-" for d in dims]
+        cells += [bracket_text(*w.released[d]) if d in w.released else "-" for d in rdims]
         lines.append(f"| {w.m} | " + " | ".join(cells) + " |")
     return lines
 
@@ -93,6 +123,7 @@ def _settle_spec(text: str) -> tuple[int, Path]:
 
 SETTLE_KEYS = ("delta", "paths", "replicas", "checkpoints")
 SETTLED_KEYS = ("m", "d", "delta", "eta", "period_two", "points")
+RELEASED_KEYS = ("m", "d", "delta", "t1", "learned")
 
 
 def _read(path: Path, keys: tuple, kind: str) -> list:
@@ -113,20 +144,26 @@ def _read(path: Path, keys: tuple, kind: str) -> list:
 @click.option("--markdown", type=click.Path(dir_okay=False), help="write the table here as well")
 @click.option("--rule", type=click.Choice(RULES), default="weighted", show_default=True,
               help="GD's hard outlier: settled_hessian eq. (1), or (1') left of the bulk only")
+@click.option("--released", default="", help="validation.release_check records, comma-separated: GD released from "
+              "its first phase, the bracket where half the runs learn")
+@click.option("--release-t1", "t1", type=click.IntRange(min=1), default=10000, show_default=True,
+              help="the release step of the --released records taken")
 @click.option("--title", default="")
-def main(settle_specs, settled, D, out, markdown, rule, title):
+def main(settle_specs, settled, D, out, markdown, rule, released, t1, title):
     specs = [_settle_spec(s) for s in settle_specs]
     if len({m for m, _ in specs}) < len(specs):
         raise click.ClickException("--settle: one file per width")
     settle_lines = {m: _read(p, SETTLE_KEYS, "validation.settle") for m, p in specs}
     rows = [r for p in settled.split(",") if p for r in _read(Path(p), SETTLED_KEYS, "validation.settled_hessian")]
+    released_rows = [r for p in released.split(",") if p for r in _read(Path(p), RELEASED_KEYS,
+                                                                            "validation.release_check")]
     try:
-        widths = gather(settle_lines, rows, D, rule)
+        widths = gather(settle_lines, rows, D, rule, released_rows, t1)
     except (KeyError, TypeError, IndexError, ValueError) as exc:   # a checkpoint or point without its fields
         raise click.ClickException(f"a record's checkpoints or points are malformed ({exc!r})") from None
     if not widths:
-        raise click.ClickException("nothing to show: give --settle and/or --settled")
-    text = "\n".join(table(widths, D, rule))
+        raise click.ClickException("nothing to show: give --settle, --settled and/or --released")
+    text = "\n".join(table(widths, D, rule, t1))
     print(text)
     if markdown:
         Path(markdown).write_text(text + "\n")
@@ -136,12 +173,14 @@ def main(settle_specs, settled, D, out, markdown, rule, title):
                   for w in widths}
         limits = [(w.m, w.last[0], w.last[1].value, w.last[1].low, w.last[1].high) for w in widths
                   if w.last and w.last[1].found and w.last[1].low > 0.0]
-        brackets = {}
+        series = {"brackets": {}, "released": {}}
         for w in widths:
-            for d, (low, high) in w.brackets.items():
-                if high is not None:
-                    brackets.setdefault(d, []).append((w.m, low, high))
-        horizon_vs_m_figure(out, curves, limits, brackets, D=D, title=title)
+            for kind, per_d in series.items():
+                for d, (low, high) in getattr(w, kind).items():
+                    if high is not None:
+                        per_d.setdefault(d, []).append((w.m, low, high))
+        horizon_vs_m_figure(out, curves, limits, series["brackets"], D=D, title=title, released=series["released"],
+                            released_label=f"GD released at t1 = {t1}, d = {{d}}")
         print(out)
 
 
