@@ -351,7 +351,7 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title="", released
     arrow down from high); ``released`` likewise (GD released from its first phase, filled squares, offset to the
     other side)."""
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.5))
+    fig, (left, right) = plt.subplots(1, 2, figsize=(14 if released else 11, 4.5))
     for k, (m, points) in enumerate(sorted(curves.items())):
         if not points:
             continue
@@ -391,7 +391,10 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title="", released
     right.set_xlabel("width m")
     right.set_ylabel("infinite-horizon threshold delta")
     right.set_title("against the width: d = inf law and GD's brackets at finite d", fontsize=9)
-    right.legend(fontsize=7, loc="upper left")
+    if released:   # more series than the panel has room for: the legend beside it
+        right.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    else:
+        right.legend(fontsize=7, loc="upper left")
     if title:
         fig.suptitle(title, fontsize=10)
     save_figure(plt, fig, path)
