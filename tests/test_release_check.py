@@ -107,3 +107,14 @@ def test_the_command_resumes_and_refuses_bad_input(tmp_path):
                        ([], "--out or --summary")):
         res = CliRunner().invoke(main, bad)
         assert res.exit_code != 0 and words in res.output and "Traceback" not in res.output, (bad, res.output)
+
+
+def test_fractions_count_the_learned_runs_per_delta_and_bracket_them(tmp_path):
+    runs = [_released(5.0, 0, False), _released(5.0, 1, True), _released(5.0, 2, False),
+            _released(7.5, 0, True), _released(7.5, 1, True), {**_released(10.0, 0, True), "d": 400}]
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    res = CliRunner().invoke(main, ["--summary", str(path), "--fractions"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[2:] == ["| 4 | 400 | 600 | 30000 | 1 | 10: 1/1 | <= 10 |",
+                                           "| 4 | 800 | 600 | 30000 | 1 | 5: 1/3, 7.5: 2/2 | [5, 7.5] |"]

@@ -39,7 +39,7 @@ import numpy as np
 from thresholds.errors import ThresholdsError
 from thresholds.problem import Problem
 from validation import records
-from validation.settled_hessian import KEYS, RULES, SEED0, under_rule, verdict
+from validation.settled_hessian import KEYS, RULES, SEED0, bracket_text, under_rule, verdict
 from validation.simulate import GDSetup, run_gd
 
 LEARNED = 0.5   # eq. (2)
@@ -114,6 +114,38 @@ def summary(released: list, settled: list) -> list[str]:
     for rule, (yes, no, und) in agree.items():
         lines.append(f"- verdicts by settled_hessian eq. {EQUATION[rule]}: {yes} of {yes + no} decided runs agree "
                      "with the release" + (f", {und} undecided" if und else ""))
+    return lines
+
+
+def released_bracket(rows: list) -> tuple:
+    """Where half of the released runs learn (validation.release_check records of one width and d): (low, high),
+    high the smallest delta from which on every delta has at least half its runs learned, low the delta below it
+    (fewer than half); None for an end without such a delta."""
+    learned = {}
+    for r in rows:
+        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
+    high = low = None
+    for delta in sorted(learned, reverse=True):
+        if 2 * sum(learned[delta]) < len(learned[delta]):
+            low = delta if high is not None else None
+            break
+        high = delta
+    return low, high
+
+
+def fractions(released: list) -> list[str]:
+    """Markdown: per width, d, t1, T and start, the runs learned of the runs at each delta and the
+    :func:`released_bracket` of that cell."""
+    cells = {}
+    for r in released:
+        cells.setdefault((r["m"], r["d"], r["t1"], r["steps"], r.get("scale", 1.0)), []).append(r)
+    lines = ["| m | d | t1 | T | start | delta: learned / runs | bracket |", "|---|---|---|---|---|---|---|"]
+    for (m, d, t1, T, scale), rows in sorted(cells.items()):
+        by_delta = {}
+        for r in rows:
+            by_delta.setdefault(r["delta"], []).append(bool(r["learned"]))
+        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(by_delta.items()))
+        lines.append(f"| {m} | {d} | {t1} | {T} | {scale:g} | {text} | {bracket_text(*released_bracket(rows))} |")
     return lines
 
 
@@ -194,9 +226,12 @@ def run_grid(out, run, say, problem: tuple, cells: list, t1: int, T: int, scale:
 @release_options(widths="4", seeds="0,1", t1=600, what="release")
 @click.option("--records", "settled_files", multiple=True, type=click.Path(dir_okay=False),
               help="validation.settled_hessian records for the verdicts of --summary")
-def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files):
+@click.option("--fractions", "by_cell", is_flag=True, help="with --summary: the learned fractions per delta and the "
+              "bracket where half the runs learn, per width and d, instead of the runs")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files, by_cell):
     if summary_files:
-        print("\n".join(summary(_read(summary_files), _read(settled_files))))
+        released = _read(summary_files)
+        print("\n".join(fractions(released) if by_cell else summary(released, _read(settled_files))))
         return
     run_grid(out, run_one, lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q(T) = "
              f"{rec['q'][-1][1]:.3f}, learned {rec['learned']} ({rec['seconds']:.0f} s)",

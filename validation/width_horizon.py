@@ -29,6 +29,7 @@ from pathlib import Path
 import click
 
 from validation.records import read_file
+from validation.release_check import released_bracket
 from validation.settle import crossing_text, threshold_lines, thresholds_by_step
 from validation.settled_hessian import RULES, bracket_text, settled_bracket, under_rule
 
@@ -54,22 +55,6 @@ def finite_d_brackets(rows: list, m: int) -> dict:
     """{d: settled_bracket of the runs at width m and that d}, d ascending."""
     dims = sorted({r["d"] for r in rows if r["m"] == m})
     return {d: settled_bracket([r for r in rows if r["m"] == m and r["d"] == d]) for d in dims}
-
-
-def released_bracket(rows: list) -> tuple:
-    """Where half of the released runs learn (validation.release_check records of one width and d): (low, high),
-    high the smallest delta from which on every delta has at least half its runs learned, low the delta below it
-    (fewer than half); None for an end without such a delta."""
-    learned = {}
-    for r in rows:
-        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
-    high = low = None
-    for delta in sorted(learned, reverse=True):
-        if 2 * sum(learned[delta]) < len(learned[delta]):
-            low = delta if high is not None else None
-            break
-        high = delta
-    return low, high
 
 
 def released_brackets(rows: list, m: int, t1: int) -> dict:
