@@ -186,3 +186,22 @@ def test_release_refuses_a_step_outside_the_run_or_a_run_outside_the_complement(
     for bad in (dict(release=9), dict(release=-1), dict(release=3, complement=False), dict(release=2.5)):
         with pytest.raises(ThresholdsError, match="release must be"):
             run_gd(small(**bad))
+
+
+def test_the_step_direction_is_gd_s_step_and_the_dense_hessian_its_derivative():
+    # gd_direction at Theta_0 is (Theta_1 - Theta_0) / eta of one unrestricted step (per-neuron a, b); dense_hessian of
+    # hessian_weights is minus its derivative, checked by central differences along a random direction
+    from validation.simulate import dense_hessian, gd_direction, hessian_weights
+    setup = GDSetup("gelu", "phase_retrieval", delta=3.0, d=30, eta=0.1, steps=1, m=3, a=(1.0, -0.5, 2.0),
+                    b=(0.1, 0.0, -0.2), complement=False, seed=4, n_test=10, test_loss=False)
+    first = run_gd(setup)
+    X, y = first.data
+    Theta0 = run_gd(GDSetup(**{**setup.__dict__, "steps": 0})).theta
+    G = gd_direction(X, y, X @ Theta0, "gelu", a=setup.a, b=setup.b)
+    np.testing.assert_allclose(G, (first.theta - Theta0) / 0.1, rtol=1e-10, atol=1e-12)
+    H = dense_hessian(X, hessian_weights(y, X @ Theta0, "gelu", a=setup.a, b=setup.b))
+    V = np.random.default_rng(0).standard_normal(Theta0.shape)
+    eps = 1e-5
+    dG = (gd_direction(X, y, X @ (Theta0 + eps * V), "gelu", a=setup.a, b=setup.b)
+          - gd_direction(X, y, X @ (Theta0 - eps * V), "gelu", a=setup.a, b=setup.b)) / (2 * eps)
+    np.testing.assert_allclose(-(H @ V.ravel()).reshape(V.shape), dG, rtol=1e-6, atol=1e-8)

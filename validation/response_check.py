@@ -7,8 +7,9 @@ t1, the deviation D_tau = Theta(t1 + tau) - Theta_1 follows
 
     D_{tau+1} = D_tau + eta (F - H D_tau),    F = P_H G(Theta_1),                                       (1)
 
-G the direction of GD's step (validation.simulate eqs. (2)-(3)), H = m Hess R the scaled Hessian at Theta_1 (its
-eq. for ``hessian_spectrum``), P_H the projection on the hard directions.  F is the data set's own gradient along
+G the direction of GD's step (validation.simulate eqs. (2)-(3); no weight decay, as in release_check's runs),
+H = m Hess R the scaled Hessian at Theta_1 (its eq. for ``hessian_spectrum``), P_H the projection on the hard
+directions.  F is the data set's own gradient along
 the hard directions: zero in expectation (the restricted first phase does not see the signs of the hard
 covariates) and O(n^-1/2) at finite n.  The complement's drift P_C G(Theta_1), the first phase going on, is left out:
 (1) is the deviation from the first phase.  With H v_k = lambda_k v_k,
