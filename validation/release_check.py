@@ -41,10 +41,9 @@ import click
 import numpy as np
 
 from thresholds.errors import ThresholdsError
-from thresholds.problem import Problem
 from validation import records
-from validation.settled_hessian import KEYS, RULES, SEED0, bracket_text, under_rule, verdict
-from validation.simulate import GDSetup, run_gd
+from validation.settled_hessian import KEYS, RULES, bracket_text, first_phase, under_rule, verdict
+from validation.simulate import run_gd
 
 LEARNED = 0.5   # eq. (2)
 EQUATION = {"weighted": "(1)", "detached": "(1')"}
@@ -64,11 +63,8 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
     if not 0 < t1 < T:
         raise ThresholdsError(f"need 0 < t1 < T, got t1 = {t1}, T = {T}")
     start = time.time()
-    problem = Problem(activation, link, eta=eta, steps=T, m=m)
-    # n_test = 200 and no test loss: the random stream of validation.settled_hessian.run_one, so the data, the
-    # start and the first phase to t1 are that run's
-    res = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200,
-                                      test_loss=False, release=t1, release_scale=scale))
+    # settled_hessian.run_one's random stream: the data, the start and the first phase to t1 are that run's
+    res = run_gd(first_phase(activation, link, eta, m, delta, d, seed, T, release=t1, release_scale=scale))
     q = res.hard_overlap / res.norm2
     above = np.nonzero(q[t1:] > LEARNED)[0]
     steps = log_steps(t1, T)
@@ -121,13 +117,19 @@ def summary(released: list, settled: list) -> list[str]:
     return lines
 
 
+def _learned_by_delta(rows: list) -> dict:
+    """{delta: [learned of each run]}."""
+    learned = {}
+    for r in rows:
+        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
+    return learned
+
+
 def released_bracket(rows: list) -> tuple:
     """Where half of the released runs learn (validation.release_check records of one width and d): (low, high),
     high the smallest delta from which on every delta has at least half its runs learned, low the delta below it
     (fewer than half); None for an end without such a delta."""
-    learned = {}
-    for r in rows:
-        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
+    learned = _learned_by_delta(rows)
     high = low = None
     for delta in sorted(learned, reverse=True):
         if 2 * sum(learned[delta]) < len(learned[delta]):
@@ -145,10 +147,7 @@ def fractions(released: list) -> list[str]:
         cells.setdefault((r["m"], r["d"], r["t1"], r["steps"], r.get("scale", 1.0)), []).append(r)
     lines = ["| m | d | t1 | T | start | delta: learned / runs | bracket |", "|---|---|---|---|---|---|---|"]
     for (m, d, t1, T, scale), rows in sorted(cells.items()):
-        by_delta = {}
-        for r in rows:
-            by_delta.setdefault(r["delta"], []).append(bool(r["learned"]))
-        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(by_delta.items()))
+        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(rows).items()))
         lines.append(f"| {m} | {d} | {t1} | {T} | {scale:g} | {text} | {bracket_text(*released_bracket(rows))} |")
     return lines
 

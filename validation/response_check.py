@@ -58,12 +58,10 @@ import numpy as np
 from thresholds.alg import latent_split
 from thresholds.catalog import get_link
 from thresholds.errors import ThresholdsError
-from thresholds.problem import Problem
 from validation.release_check import (LEARNED, _read, _values, grid, log_steps, release_options, run_grid,
                                       run_key)
-from validation.settled_hessian import DENSE_MAX, KEYS, SEED0
-from validation.simulate import (GDSetup, dense_hessian, gd_direction, hessian_weights, released_component,
-                                 run_gd)
+from validation.settled_hessian import KEYS, check_dense, first_phase
+from validation.simulate import dense_hessian, gd_direction, hessian_weights, released_component, run_gd
 
 PER_DECADE = 200   # steps of (3) per decade, for t_1/2,lin
 
@@ -76,11 +74,12 @@ def linear_response(vals, vecs, theta1, D0, F, eta: float, taus, hard_rows) -> d
     t1_along = vecs.T @ theta1.ravel()
     PV = hard_rows @ vecs                       # (r, d m): P_H v_k in the hard basis
     base = float(theta1.ravel() @ theta1.ravel())
+    small = np.abs(vals) < 1e-12                 # eq. (2) at lambda_k = 0: eta tau <v_k, F>
+    safe = np.where(small, 1.0, vals)
     out = {"q": [], "q_start": [], "q_force": []}
     for tau in taus:
         decay = (1.0 - eta * vals) ** tau
-        small = np.abs(vals) < 1e-12
-        gain = np.where(small, eta * tau, (1.0 - decay) / np.where(small, 1.0, vals))
+        gain = np.where(small, eta * tau, (1.0 - decay) / safe)
         for name, coef in (("q", decay * c0 + gain * f), ("q_start", decay * c0), ("q_force", gain * f)):
             hard2 = float(np.sum((PV @ coef) ** 2))
             out[name].append(hard2 / (base + 2.0 * float(t1_along @ coef) + float(coef @ coef)))
@@ -92,11 +91,8 @@ def frozen_state(activation: str, link: str, eta: float, m: int, delta: float, d
     """What eqs. (1)-(2) need for release_check.run_one's run with the same arguments: the restricted run of the
     same seed to t1 (the released run's own first phase, ``setup`` with the release added), Theta_1, D_0 the
     released component, F, the eigenpairs of H and the hard rows P_H in Theta's flattened layout."""
-    if d * m > DENSE_MAX:
-        raise ThresholdsError(f"d m = {d * m} is above {DENSE_MAX}: the dense spectrum would not fit the time and "
-                              "memory of a check; use a smaller d")
-    problem = Problem(activation, link, eta=eta, steps=t1, m=m)
-    setup = GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200, test_loss=False)
+    check_dense(d, m)
+    setup = first_phase(activation, link, eta, m, delta, d, seed, t1)
     run = run_gd(setup)
     X, y = run.data
     theta1 = np.asarray(run.theta, dtype=float)

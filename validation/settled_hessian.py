@@ -173,16 +173,29 @@ def log_growth(steps, z, eta: float) -> tuple[np.ndarray, float]:
     return L, tail
 
 
-def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, steps, seed: int) -> dict:
-    """One GD run restricted to the complement, with the spectrum at every checkpoint of ``steps``."""
+def check_dense(d: int, m: int) -> None:
+    """Refuse a dense d m x d m spectrum above DENSE_MAX."""
     if d * m > DENSE_MAX:
         raise ThresholdsError(f"d m = {d * m} is above {DENSE_MAX}: the dense spectrum would not fit the time and "
                               "memory of a check; use a smaller d")
+
+
+def first_phase(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, steps: int,
+                **release) -> GDSetup:
+    """GD restricted to the complement for ``steps`` steps, run ``seed`` (seed SEED0 + seed; n_test = 200 and no
+    test loss): the random stream, and so the data, the start and the first phase, that validation.release_check
+    and validation.response_check share with :func:`run_one`; ``release`` adds GDSetup's release fields."""
+    problem = Problem(activation, link, eta=eta, steps=steps, m=m)
+    return GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200, test_loss=False,
+                                **release)
+
+
+def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, steps, seed: int) -> dict:
+    """One GD run restricted to the complement, with the spectrum at every checkpoint of ``steps``."""
+    check_dense(d, m)
     t0 = time.time()
     steps = sorted(int(s) for s in steps)
-    problem = Problem(activation, link, eta=eta, steps=steps[-1], m=m)
-    run = run_gd(GDSetup.from_problem(problem, delta, d, complement=True, seed=SEED0 + seed, n_test=200,
-                                      test_loss=False), snapshots=steps)
+    run = run_gd(first_phase(activation, link, eta, m, delta, d, seed, steps[-1]), snapshots=steps)
     X, y = run.data
     hard = latent_split(link).hard
     k = get_link(link).k
