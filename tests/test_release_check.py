@@ -6,7 +6,9 @@ import pytest
 from click.testing import CliRunner
 
 from validation import release_check, settled_hessian
-from validation.release_check import log_steps, main, run_one, summary
+from thresholds.crossing import logistic_crossing
+from thresholds.errors import ThresholdsError
+from validation.release_check import learned_by, log_steps, main, released_crossing, run_one, summary
 
 
 def test_log_steps_run_from_t1_to_T():
@@ -116,5 +118,33 @@ def test_fractions_count_the_learned_runs_per_delta_and_bracket_them(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in runs))
     res = CliRunner().invoke(main, ["--summary", str(path), "--fractions"])
     assert res.exit_code == 0, res.output
-    assert res.output.splitlines()[2:] == ["| 4 | 400 | 600 | 30000 | 1 | 10: 1/1 | <= 10 |",
-                                           "| 4 | 800 | 600 | 30000 | 1 | 5: 1/3, 7.5: 2/2 | [5, 7.5] |"]
+    c, se = logistic_crossing([5.0, 7.5], [1, 2], [3, 2])
+    assert res.output.splitlines()[2:] == ["| 4 | 400 | 600 | 30000 | 1 | 10: 1/1 | <= 10 | - |",
+                                           f"| 4 | 800 | 600 | 30000 | 1 | 5: 1/3, 7.5: 2/2 | [5, 7.5] | {c:.1f} +- {se:.1f} |"]
+
+
+def test_the_released_crossing_is_the_logistic_midpoint_of_symmetric_fractions():
+    # 1/4, 2/4, 3/4 learned at 4, 8, 12: the logistic curve through them is symmetric about 8
+    runs = [_released(delta, s, s < k) for delta, k in ((4.0, 1), (8.0, 2), (12.0, 3)) for s in range(4)]
+    c, se = released_crossing(runs)
+    assert c == pytest.approx(8.0, abs=1e-4) and 0 < se < 8
+    # 2/4 and 3/4 do not bracket 1/2 strictly, 3/4 alone brackets nothing
+    assert released_crossing([r for r in runs if r["delta"] != 4.0]) == (None, None)
+    assert released_crossing([r for r in runs if r["delta"] == 12.0]) == (None, None)
+
+
+def test_a_horizon_reads_every_run_at_one_step_and_leaves_out_shorter_runs(tmp_path):
+    late = {**_released(5.0, 0, True), "t_half": 25000}                  # learned after step 2 x 10^4
+    short = {**_released(7.5, 0, True), "steps": 20000}
+    assert learned_by(late) and not learned_by(late, 20000) and learned_by(late, 30000)
+    with pytest.raises(ThresholdsError, match="says nothing of step 30000"):
+        learned_by(short, 30000)
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in (late, _released(5.0, 1, False), short)))
+    res = CliRunner().invoke(main, ["--summary", str(path), "--fractions", "--horizon", "20000"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[2:] == ["| 4 | 800 | 600 | 20000 | 1 | 5: 0/2, 7.5: 1/1 | [5, 7.5] | 6.2 +- 0.7 |"]
+    res = CliRunner().invoke(main, ["--summary", str(path), "--fractions", "--horizon", "30000"])
+    assert res.output.splitlines()[2:] == ["| 4 | 800 | 600 | 30000 | 1 | 5: 1/2 | <= 5 | - |"]
+    res = CliRunner().invoke(main, ["--summary", str(path), "--horizon", "20000"])
+    assert res.exit_code != 0 and "--horizon goes with" in res.output and "Traceback" not in res.output

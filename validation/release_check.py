@@ -10,11 +10,19 @@ start's size, rho0 / sqrt(d) per hard direction, and GD goes on unrestricted to 
 
     q(t) = ||P_H Theta(t)||^2 / ||Theta(t)||^2   (the hard fraction)                                  (1)
     learned = q(T) > 1/2 (thresholds.forced's success), t_1/2 = the first step with q > 1/2            (2)
+    learned by S = t_1/2 <= S, for S <= T (runs of different T compared at one horizon)              (2')
 
 at log-spaced steps.  ``--summary`` sets each released run beside the verdicts of its settled_hessian record under
 both rules, taken on the record's checkpoints from t1 to T (a release at t1 = 3000 is set beside the verdict of the
 checkpoints 3000 / 10^4 / 3 x 10^4), and counts, per rule, the runs where "stays" / "escapes" (learning) meets
-learned and "bounded" meets not learned; "?" verdicts are counted apart.
+learned and "bounded" meets not learned; "?" verdicts are counted apart.  ``--fractions`` counts, per width and d,
+the runs learned at each delta and fits the logistic success curve (thresholds.crossing.logistic_crossing, binomial
+maximum likelihood)
+
+    P(learned | delta) = 1 / (1 + exp(-(delta - delta_c) / w)),   delta_c +- its s.e.                  (3)
+
+the released crossing delta_c; ``--horizon S`` reads every run at step S by eq. (2') (in the records every run with
+a t_1/2 <= T ends with q(T) > 1/2, so at S = T (2') is (2)).
 
 Measured (gelu / phase retrieval, eta 0.1, validation/reports/planted/width section 12g): at t1 = 600 all 11 released
 runs learn within 500-1200 steps (d = 400-800), the verdicts' "bounded" included; at t1 = 10^4 and d = 400 GD
@@ -27,7 +35,7 @@ less than the runs resolve from 800 to 1600, and at d = 1600 is at 0.13-0.75 of 
 
 Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
       python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl
-      python -m validation.release_check --summary R.jsonl --fractions
+      python -m validation.release_check --summary R.jsonl --fractions [--horizon S]
 (t1 and T default to the settled_hessian checkpoints 600 and 30000.)
 """
 
@@ -40,6 +48,7 @@ from pathlib import Path
 import click
 import numpy as np
 
+from thresholds.crossing import logistic_crossing
 from thresholds.errors import ThresholdsError
 from validation import records
 from validation.settled_hessian import KEYS, RULES, bracket_text, first_phase, under_rule, verdict
@@ -117,19 +126,28 @@ def summary(released: list, settled: list) -> list[str]:
     return lines
 
 
-def _learned_by_delta(rows: list) -> dict:
-    """{delta: [learned of each run]}."""
+def learned_by(r: dict, horizon: int | None = None) -> bool:
+    """Eq. (2) at the run's T, or, at an earlier ``horizon``, t_1/2 <= horizon (eq. (2'))."""
+    if horizon is None or horizon == r["steps"]:
+        return bool(r["learned"])
+    if horizon > r["steps"]:
+        raise ThresholdsError(f"a run to {r['steps']} steps says nothing of step {horizon}")
+    return r["t_half"] is not None and r["t_half"] <= horizon
+
+
+def _learned_by_delta(rows: list, horizon: int | None = None) -> dict:
+    """{delta: [learned of each run]} (:func:`learned_by`)."""
     learned = {}
     for r in rows:
-        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
+        learned.setdefault(r["delta"], []).append(learned_by(r, horizon))
     return learned
 
 
-def released_bracket(rows: list) -> tuple:
+def released_bracket(rows: list, horizon: int | None = None) -> tuple:
     """Where half of the released runs learn (validation.release_check records of one width and d): (low, high),
     high the smallest delta from which on every delta has at least half its runs learned, low the delta below it
     (fewer than half); None for an end without such a delta."""
-    learned = _learned_by_delta(rows)
+    learned = _learned_by_delta(rows, horizon)
     high = low = None
     for delta in sorted(learned, reverse=True):
         if 2 * sum(learned[delta]) < len(learned[delta]):
@@ -139,16 +157,31 @@ def released_bracket(rows: list) -> tuple:
     return low, high
 
 
-def fractions(released: list) -> list[str]:
-    """Markdown: per width, d, t1, T and start, the runs learned of the runs at each delta and the
-    :func:`released_bracket` of that cell."""
+def released_crossing(rows: list, horizon: int | None = None) -> tuple:
+    """The logistic crossing of the released runs of one width and d and its s.e. (eq. (3)); (None, None) when the
+    fractions learned do not bracket 1/2."""
+    learned = _learned_by_delta(rows, horizon)
+    deltas = sorted(learned)
+    return logistic_crossing(deltas, [sum(learned[x]) for x in deltas], [len(learned[x]) for x in deltas])
+
+
+def fractions(released: list, horizon: int | None = None) -> list[str]:
+    """Markdown: per width, d, t1, T and start, the runs learned of the runs at each delta, the
+    :func:`released_bracket` and the :func:`released_crossing` of that cell.  With ``horizon`` every run is read at
+    that step (eq. (2')) and the runs that stop before it are left out."""
     cells = {}
     for r in released:
-        cells.setdefault((r["m"], r["d"], r["t1"], r["steps"], r.get("scale", 1.0)), []).append(r)
-    lines = ["| m | d | t1 | T | start | delta: learned / runs | bracket |", "|---|---|---|---|---|---|---|"]
+        if horizon is None or r["steps"] >= horizon:
+            T = horizon or r["steps"]
+            cells.setdefault((r["m"], r["d"], r["t1"], T, r.get("scale", 1.0)), []).append(r)
+    lines = ["| m | d | t1 | T | start | delta: learned / runs | bracket | crossing (s.e.) |",
+             "|---|---|---|---|---|---|---|---|"]
     for (m, d, t1, T, scale), rows in sorted(cells.items()):
-        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(rows).items()))
-        lines.append(f"| {m} | {d} | {t1} | {T} | {scale:g} | {text} | {bracket_text(*released_bracket(rows))} |")
+        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(rows, horizon).items()))
+        c, se = released_crossing(rows, horizon)
+        cross = "-" if c is None else f"{c:.1f} +- {se:.1f}"
+        lines.append(f"| {m} | {d} | {t1} | {T} | {scale:g} | {text} | {bracket_text(*released_bracket(rows, horizon))} "
+                     f"| {cross} |")
     return lines
 
 
@@ -229,12 +262,17 @@ def run_grid(out, run, say, problem: tuple, cells: list, t1: int, T: int, scale:
 @release_options(widths="4", seeds="0,1", t1=600, what="release")
 @click.option("--records", "settled_files", multiple=True, type=click.Path(dir_okay=False),
               help="validation.settled_hessian records for the verdicts of --summary")
-@click.option("--fractions", "by_cell", is_flag=True, help="with --summary: the learned fractions per delta and the "
-              "bracket where half the runs learn, per width and d, instead of the runs")
-def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files, by_cell):
+@click.option("--fractions", "by_cell", is_flag=True, help="with --summary: the learned fractions per delta, the "
+              "bracket where half the runs learn and the logistic crossing (eq. (3)), per width and d, instead of the runs")
+@click.option("--horizon", type=click.IntRange(min=1), help="with --fractions: read every run at this step (eq. (2'); "
+              "runs that stop before it left out)")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files, by_cell,
+         horizon):
+    if horizon is not None and not by_cell:
+        raise click.ClickException("--horizon goes with --summary ... --fractions")
     if summary_files:
         released = _read(summary_files)
-        print("\n".join(fractions(released) if by_cell else summary(released, _read(settled_files))))
+        print("\n".join(fractions(released, horizon) if by_cell else summary(released, _read(settled_files))))
         return
     run_grid(out, run_one, lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q(T) = "
              f"{rec['q'][-1][1]:.3f}, learned {rec['learned']} ({rec['seconds']:.0f} s)",
