@@ -5,7 +5,7 @@ import pytest
 from click.testing import CliRunner
 
 from validation import release_check
-from validation.response_check import linear_response, main, run_one, summary
+from validation.response_check import linear_response, main, run_one, summary, unstable_modes
 
 
 def test_the_closed_form_is_the_iterated_linear_map():
@@ -99,3 +99,41 @@ def test_the_early_check_sets_the_prediction_beside_gd():
     for bad in ("0,5", "x", ""):
         res = CliRunner().invoke(main, ["--check", bad])
         assert res.exit_code != 0 and "--check" in res.output and "Traceback" not in res.output, (bad, res.output)
+
+
+def test_the_modes_say_which_neurons_and_samples_a_negative_direction_moves():
+    # d = 6, m = 2, X = I (sample i is coordinate i).  Mode 0 rescales neuron 0 along its own weight (one neuron,
+    # span = radial = 1); mode 1 moves both neurons equally along coordinate 5, outside their weights' plane and
+    # the hard coordinate 0 (two neurons, span = radial = 0, one sample of six); a positive eigenvalue is left out
+    d, m = 6, 2
+    theta1 = np.zeros((d, m))
+    theta1[:3, 0] = [0.0, 3.0, 4.0]
+    theta1[1:4, 1] = [1.0, -1.0, 2.0]
+    v0 = np.zeros((d, m))
+    v0[:, 0] = theta1[:, 0] / 5.0
+    v1 = np.zeros((d, m))
+    v1[5, :] = 1 / np.sqrt(2)
+    rest = np.linalg.qr(np.column_stack([v0.ravel(), v1.ravel(), np.eye(d * m)]))[0][:, 2:]
+    vecs = np.column_stack([v0.ravel(), v1.ravel(), rest])
+    hard_rows = np.zeros((m, d * m))
+    hard_rows[0, 0], hard_rows[1, 1] = 1.0, 1.0                     # coordinate 0 of each neuron
+    state = {"vals": np.array([-1.0, -0.5] + [1.0] * (d * m - 2)), "vecs": vecs, "theta1": theta1,
+             "hard_rows": hard_rows, "X": np.eye(d)}
+    radial, spread = unstable_modes(state)
+    assert radial == pytest.approx({"eigenvalue": -1.0, "hard2": 0.0, "neurons": 1.0, "span": 1.0, "radial": 1.0,
+                                    "samples": (0.36 + 0.64) ** 2 / (6 * (0.36**2 + 0.64**2))})
+    assert spread == pytest.approx({"eigenvalue": -0.5, "hard2": 0.0, "neurons": 2.0, "span": 0.0, "radial": 0.0,
+                                    "samples": 1 / 6})
+    assert len(unstable_modes(state, 1)) == 1
+    v1[0, 1] = v1[5, 1] = 0.5                                       # half of neuron 1's part on its hard coordinate
+    state["vecs"][:, 1] = v1.ravel() / np.linalg.norm(v1)
+    assert unstable_modes(state)[1]["hard2"] == pytest.approx(0.25 / 1.0)
+
+
+def test_the_modes_command_prints_a_table_per_setup():
+    res = CliRunner().invoke(main, ["--m", "2", "--delta", "12", "--dims", "40", "--seeds", "0", "--t1", "20",
+                                    "--modes", "3"])
+    assert res.exit_code == 0, res.output
+    assert "m = 2, d = 40, delta 12, run 0, step 20:" in res.output and "| eigenvalue | hard2 |" in res.output
+    res = CliRunner().invoke(main, ["--modes", "0"])
+    assert res.exit_code != 0 and "--modes" in res.output and "Traceback" not in res.output

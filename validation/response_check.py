@@ -29,7 +29,9 @@ D_0 = 0 (``q_force``, the data set's force alone), the lowest eigenvalue of H, t
 squared hard overlap of the lowest eigenvector.
 
 Where H has negative eigenvalues (2) grows without bound along them and q_lin(T) is the hard overlap^2 of the
-fastest; ``--check`` sets q_lin beside the released GD run step by step.
+fastest; ``--check`` sets q_lin beside the released GD run step by step; ``--modes`` says what the negative
+eigenvectors move: which neurons, whether within the plane of the neurons' weights, and how many samples (eq. (5),
+:func:`unstable_modes`).
 
 Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4; validation/reports/planted/width section 12i): the
 linearization is exact at first (q / q_lin within 0.5 per cent for 30 steps, 1-2.5 per cent at 100), and GD leaves
@@ -45,6 +47,7 @@ the release is not the linear response to the data set's force: it is decided be
 Run:  python -m validation.response_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
           --t1 10000 --steps 30000 --out P.jsonl
       python -m validation.response_check --summary P.jsonl --releases release_gelu_t10000.jsonl
+      python -m validation.response_check --m 2 --delta 8 --dims 400 --seeds 0 --t1 10000 --modes 8   (eq. (5))
 """
 
 from __future__ import annotations
@@ -110,7 +113,8 @@ def frozen_state(activation: str, link: str, eta: float, m: int, delta: float, d
     for r in range(hard.shape[0]):
         for j in range(m):
             hard_rows[r * m + j, j:k * m:m] = hard[r]
-    return {"setup": released, "theta1": theta1, "D0": D0, "F": F, "vals": vals, "vecs": vecs, "hard_rows": hard_rows}
+    return {"setup": released, "theta1": theta1, "D0": D0, "F": F, "vals": vals, "vecs": vecs, "hard_rows": hard_rows,
+            "X": np.asarray(X, dtype=float)}
 
 
 def _respond(state: dict, eta: float, taus) -> dict:
@@ -157,6 +161,48 @@ def early_check(activation: str, link: str, eta: float, m: int, delta: float, d:
     return lines
 
 
+def unstable_modes(state: dict, count: int | None = None) -> list[dict]:
+    """What H's negative eigenvectors at t1 are made of (:func:`frozen_state`), the lowest first (all, or ``count``):
+    with v the eigenvector in Theta's layout (d x m, unit norm), v_j its column of neuron j and w_j = ||v_j||^2,
+
+        hard2 = ||P_H v||^2,   neurons = 1 / sum_j w_j^2 (how many neurons it moves, 1 to m),             (5)
+        span = sum_j ||Q^T v_j||^2,   radial = sum_j (theta_j^T v_j)^2 / ||theta_j||^2,
+        samples = (sum_i z_i)^2 / (n sum_i z_i^2),   z_i = sum_j (x_i^T v_j)^2,
+
+    Q an orthonormal basis of the neurons' own weights theta_1 .. theta_m at t1: ``span`` is the part of v that
+    moves the neurons within the plane of their weights (a random direction's is m / d), ``radial`` the part that
+    rescales each neuron along itself (contained in span), ``samples`` the fraction of the n samples whose
+    pre-activations it moves (about 1/3 for a random direction, chi-square z_i; 1/n for one sample)."""
+    vals, vecs, theta1, X = state["vals"], state["vecs"], state["theta1"], state["X"]
+    d, m = theta1.shape
+    Q, _ = np.linalg.qr(theta1)
+    norms2 = np.sum(theta1 * theta1, axis=0)
+    picked = np.flatnonzero(vals < 0)[:count]
+    modes = []
+    for k in picked:
+        v = vecs[:, k].reshape(d, m)
+        w = np.sum(v * v, axis=0)
+        z = np.sum((X @ v) ** 2, axis=1)
+        modes.append({"eigenvalue": float(vals[k]), "hard2": float(np.sum((state["hard_rows"] @ vecs[:, k]) ** 2)),
+                      "neurons": float(1 / np.sum(w * w)), "span": float(np.sum((Q.T @ v) ** 2)),
+                      "radial": float(np.sum(np.sum(theta1 * v, axis=0) ** 2 / norms2)),
+                      "samples": float(np.sum(z) ** 2 / (len(z) * np.sum(z * z)))})
+    return modes
+
+
+def modes_table(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int,
+                count: int) -> list[str]:
+    """Markdown: :func:`unstable_modes` of the first phase of one release (``count`` lowest)."""
+    state = frozen_state(activation, link, eta, m, delta, d, seed, t1)
+    modes = unstable_modes(state, count)
+    lines = [f"m = {m}, d = {d}, delta {delta:g}, run {seed}, step {t1}: {int(np.sum(state['vals'] < 0))} negative "
+             f"eigenvalues (a random direction: span {m / d:.2g}, radial {1 / d:.2g})", "",
+             "| eigenvalue | hard2 | neurons | span | radial | samples |", "|---|---|---|---|---|---|"]
+    lines += [f"| {x['eigenvalue']:.3g} | {x['hard2']:.3g} | {x['neurons']:.2f} | {x['span']:.3f} | {x['radial']:.3f} "
+              f"| {x['samples']:.3f} |" for x in modes]
+    return lines
+
+
 def summary(predicted: list, released: list) -> list[str]:
     """Markdown: each prediction beside the release of the same setup, seed, t1, T and start (release_check
     records), and how often learned_lin meets learned."""
@@ -184,9 +230,19 @@ def summary(predicted: list, released: list) -> list[str]:
               help="validation.release_check records to set beside the predictions of --summary")
 @click.option("--check", "taus", help="steps after t1, comma-separated: print q_lin beside the released GD run's q "
               "(early_check) for every setup, and stop")
-def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files, taus):
+@click.option("--modes", "count", type=click.IntRange(min=1), help="print what the COUNT lowest negative eigenvectors "
+              "of H at t1 are made of (eq. (5)) for every setup, and stop")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files, taus,
+         count):
     if summary_files:
         print("\n".join(summary(_read(summary_files), _read(release_files))))
+        return
+    if count is not None:
+        for m, d, delta, s in grid(widths, dims, deltas, seeds):
+            try:
+                print("\n".join(modes_table(activation, link, eta, m, delta, d, s, t1, count)) + "\n", flush=True)
+            except (ThresholdsError, FloatingPointError) as exc:
+                raise click.ClickException(str(exc)) from None
         return
     if taus is not None:
         taus = _values(taus, "--check", int)
