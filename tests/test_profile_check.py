@@ -1,0 +1,84 @@
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from validation.profile_check import Landscape, main, profile, stall
+from validation.settled_hessian import first_phase
+from validation.simulate import run_gd
+
+
+def _landscape(m, delta=12.0, d=30, seed=0, t1=60):
+    setup = first_phase("gelu", "phase_retrieval", 0.1, m, delta, d, seed, t1)
+    run = run_gd(setup)
+    X, y = run.data
+    land = Landscape(np.asarray(X, float), np.asarray(y, float), "gelu", "phase_retrieval", setup.a, setup.b, m)
+    return land, np.asarray(run.theta, float)
+
+
+@pytest.mark.parametrize("m", [1, 2])
+def test_the_push_is_minus_m_times_the_slope_of_the_relaxed_loss(m):
+    # eq. (2)'s two forms: the hard part of GD's direction at the relaxed point, and the derivative of the relaxed
+    # loss R(Theta(h)) along h by central differences (the envelope theorem), each side relaxed from Theta(h)
+    land, theta1 = _landscape(m)
+    rng = np.random.default_rng(1)
+    E = rng.normal(size=(1, m))
+    E /= np.linalg.norm(E)
+    h, eps = 0.3, 1e-3
+
+    def clamped(theta, hh):
+        out = land.complement(theta)
+        out[: land.k] += land.hard.T @ (hh * E)
+        return land.relax(out)
+
+    theta, R, G, _ = clamped(theta1, h)
+    assert np.allclose(land.hard_part(theta), h * E, atol=1e-12)            # the clamp holds
+    assert np.abs(land.complement(G)).max() < 1e-5                          # the complement relaxed
+    up, down = clamped(theta, h + eps)[1], clamped(theta, h - eps)[1]
+    push = float(np.sum(E * land.hard_part(G)))
+    assert push == pytest.approx(-m * (up - down) / (2 * eps), rel=1e-3, abs=1e-6)
+
+
+def test_the_profile_follows_the_requested_hard_fractions():
+    land, theta1 = _landscape(1)
+    E = np.ones((1, 1))
+    qs = [1e-3, 1e-2, 0.1]
+    rows = profile(land, theta1, E, qs)
+    assert rows["q"][0] == 0.0 and len(rows["push"]) == 4
+    # eq. (3) is set from the previous complement's norm, which the relaxation changes a little
+    assert rows["q"][1:] == pytest.approx(qs, rel=0.1)
+    assert max(rows["residual"]) < 1e-5
+
+
+def test_the_stall_is_the_first_zero_of_the_push_interpolated_in_log_q():
+    qs = [0.0, 1e-3, 1e-2, 1e-1]
+    assert stall(qs, [1.0, 0.5, 0.2, 0.1]) is None
+    assert stall(qs, [1.0, 0.5, -0.5, 0.3]) == pytest.approx(math.sqrt(1e-3 * 1e-2))   # halfway in log q
+    assert stall(qs, [-1.0, 0.5, 0.2, 0.1]) == 0.0
+
+
+def test_the_command_resumes_sets_the_release_beside_and_refuses_bad_input(tmp_path):
+    out = tmp_path / "p.jsonl"
+    args = ["--m", "1", "--delta", "12", "--dims", "30", "--t1", "20", "--steps", "40", "--points", "4",
+            "--out", str(out)]
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0 and "q_stall" in res.output, res.output
+    res = CliRunner().invoke(main, args)
+    assert res.exit_code == 0 and res.output == "" and len(out.read_text().splitlines()) == 1
+    rec = json.loads(out.read_text())
+    assert len(rec["q"]) == 5 and rec["learned"] == (rec["stall"] is None)
+    released = tmp_path / "r.jsonl"
+    released.write_text(json.dumps({**{k: rec[k] for k in ("activation", "link", "eta", "m", "delta", "d", "seed",
+                                                          "t1", "steps", "scale")},
+                                    "q": [[20, 0.0], [40, 0.9]], "learned": True, "t_half": 30}) + "\n")
+    res = CliRunner().invoke(main, ["--summary", str(out), "--releases", str(released)])
+    assert res.exit_code == 0 and "| 1 | 30 | 12 | 0 | 20 | 40 |" in res.output
+    assert f"meets the release in {int(rec['learned'])} of 1" in res.output
+    for bad, words in ((["--t1", "40", "--steps", "40", "--out", str(out)], "must be below"),
+                       (["--points", "1", "--out", str(out)], "--points"),
+                       (["--summary", str(tmp_path / "none.jsonl")], "no such file"),
+                       ([], "--out or --summary")):
+        res = CliRunner().invoke(main, bad)
+        assert res.exit_code != 0 and words in res.output and "Traceback" not in res.output, (bad, res.output)

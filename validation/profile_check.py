@@ -1,0 +1,198 @@
+"""GD's escape after the release, read off the relaxed profile of the hard direction: a quasi-static predictor.
+
+validation.release_check releases the hard directions of GD's first phase at t1; validation.response_check found
+the first few hundred steps after it to be the linear response to the data set's own hard force F = P_H G(Theta_1)
+(an O(n^-1/2) gradient along the hard directions), and the outcome decided beyond second order, at hard fractions
+q ~ 10^-3 - 10^-2.  Here the landscape along the hard directions is followed to all orders, quasi-statically: the
+hard component is clamped at h E, E the unit direction (in the hard rows, one column per neuron) of the force at
+Theta_1, and the complement relaxed,
+
+    Theta(h) = argmin R(Theta) over the complement, with P_H Theta = h E,                                (1)
+
+by L-BFGS started from Theta(h') of the previous h' < h (from Theta_1 at h = 0: continuation, so that the profile
+follows one branch of minima as GD's slow hard motion would).  At each h
+
+    p(h) = <E, P_H G(Theta(h))> = -m dR(Theta(h)) / dh,                                                  (2)
+    q(h) = h^2 / (h^2 + ||P_C Theta(h)||^2),                                                              (3)
+
+p the push of GD's step on the clamped coordinate (G its direction, validation.simulate; the second form by the
+envelope theorem: the complement's gradient vanishes at (1)).  Read quasi-statically, the hard component grows
+while p > 0 and stops where p first vanishes:
+
+    q_stall = the first q of the grid with p <= 0 (log-linear interpolation from the point before),      (4)
+    learned_prof = no such q up to q = 1/2 (release_check eq. (2) read on the profile).                  (5)
+
+The approximations: the complement relaxes faster than the hard component moves (GD's release is not slow: its
+complement's slowest modes, 1 / (eta lambda_min) ~ 10^3 steps, are as slow as the escape), the release's random
+start is left out (release_check ``--start-scale 0`` changes no outcome, section 12g), and the branch followed is
+the continuation's (a relaxation may jump to a lower branch; the profile records each point's loss, so a jump
+shows as a drop).  At m >= 2 the first phase at t1 has negative eigenvalues (response_check ``--modes``) and the
+relaxation at h = 0 already leaves Theta_1 downhill.
+
+Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
+          --t1 10000 --steps 30000 --out P.jsonl
+      python -m validation.profile_check --summary P.jsonl --releases release_gelu_t10000.jsonl
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import click
+import numpy as np
+from scipy import optimize
+
+from thresholds.alg import latent_split
+from thresholds.catalog import get_activation, get_link
+from thresholds.errors import ThresholdsError
+from validation.release_check import LEARNED, _read, grid, release_options, run_grid, run_key
+from validation.settled_hessian import KEYS, first_phase
+from validation.simulate import gd_direction, run_gd
+
+GTOL = 1e-7        # L-BFGS's tolerance on the complement's gradient of R, per coordinate
+POINTS = 25        # grid of q from Q_LOW to 1/2, log-spaced
+Q_LOW = 1e-4
+
+
+class Landscape:
+    """R(Theta) and GD's direction G(Theta) on one data set (validation.simulate's network: f = (1/m) sum_j a_j
+    sigma(theta_j^T x + b_j), R = (1/2n) sum_i (y_i - f_i)^2, so that G = -m grad R), and the split of Theta's
+    rows into the clamped hard coordinates and the complement."""
+
+    def __init__(self, X, y, activation: str, link: str, a, b, m: int):
+        self.X, self.y, self.activation, self.a, self.b, self.m = X, y, activation, a, b, m
+        self.s0 = get_activation(activation).numpy(0)
+        self.k = get_link(link).k
+        self.hard = latent_split(link).hard              # (r, k), orthonormal rows
+
+    def loss_and_direction(self, theta):
+        U = self.X @ theta
+        a = np.broadcast_to(np.asarray(self.a, dtype=float), (self.m,))
+        r = self.y - np.mean(a * self.s0(U + np.broadcast_to(np.asarray(self.b, dtype=float), (self.m,))), axis=1)
+        return 0.5 * float(np.mean(r * r)), gd_direction(self.X, self.y, U, self.activation, a=self.a, b=self.b)
+
+    def hard_part(self, M):
+        """The clamped coordinates of M (r x m): hard @ M[:k]."""
+        return self.hard @ M[: self.k]
+
+    def complement(self, M):
+        """M with its hard part removed (P_C M)."""
+        out = M.copy()
+        out[: self.k] -= self.hard.T @ (self.hard @ M[: self.k])
+        return out
+
+    def relax(self, theta):
+        """Eq. (1): minimize R over the complement from ``theta``, its hard part kept; (Theta, R, G, iterations)."""
+        fixed = theta - self.complement(theta)
+        shape = theta.shape
+
+        def fg(x):
+            R, G = self.loss_and_direction(fixed + x.reshape(shape))
+            return R, -self.complement(G).ravel() / self.m   # the complement's gradient: iterates stay in it
+
+        res = optimize.minimize(fg, self.complement(theta).ravel(), jac=True, method="L-BFGS-B",
+                                options={"gtol": GTOL, "maxiter": 20000, "maxcor": 30})
+        out = fixed + res.x.reshape(shape)
+        R, G = self.loss_and_direction(out)
+        return out, R, G, int(res.nit)
+
+
+def stall(qs, pushes) -> float | None:
+    """Eq. (4): the first q with p <= 0, log-linearly interpolated from the grid point before (None: p > 0 on the
+    whole grid)."""
+    for i, (q, p) in enumerate(zip(qs, pushes)):
+        if p <= 0:
+            if i == 0:
+                return float(q)
+            q0, p0 = qs[i - 1], pushes[i - 1]
+            frac = p0 / (p0 - p)
+            return float(math.exp(math.log(q0) + frac * (math.log(q) - math.log(q0))))
+    return None
+
+
+def profile(land: Landscape, theta1, direction, qs) -> dict:
+    """Eqs. (1)-(3) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part) with the clamped
+    coordinates along ``direction`` (r x m, unit Frobenius norm): q, p, R, the iterations and the complement's
+    largest gradient entry at each point, h = 0 first."""
+    theta, R, G, nit = land.relax(np.asarray(theta1, dtype=float))
+    rows = {"q": [0.0], "push": [float(np.sum(direction * land.hard_part(G)))], "loss": [R], "iterations": [nit],
+            "residual": [float(np.abs(land.complement(G)).max())]}
+    for q in qs:
+        perp = land.complement(theta)
+        h = math.sqrt(q * float(np.sum(perp * perp)) / (1 - q))      # eq. (3) at the previous complement
+        theta = perp.copy()
+        theta[: land.k] += land.hard.T @ (h * direction)
+        theta, R, G, nit = land.relax(theta)
+        perp2 = float(np.sum(land.complement(theta) ** 2))
+        rows["q"].append(h * h / (h * h + perp2))
+        rows["push"].append(float(np.sum(direction * land.hard_part(G))))
+        rows["loss"].append(R)
+        rows["iterations"].append(nit)
+        rows["residual"].append(float(np.abs(land.complement(G)).max()))
+    return rows
+
+
+def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int,
+            scale: float = 1.0, points: int = POINTS) -> dict:
+    """The profile prediction (eqs. (1)-(5)) for release_check.run_one with the same arguments: the first phase of
+    the same seed to t1, the force's direction there, the relaxed profile on ``points`` log-spaced q from Q_LOW to
+    1/2.  ``scale`` is kept for the record's key only (the profile leaves the released start out)."""
+    if not 0 < t1 < T:
+        raise ThresholdsError(f"need 0 < t1 < T, got t1 = {t1}, T = {T}")
+    start = time.time()
+    setup = first_phase(activation, link, eta, m, delta, d, seed, t1)
+    run = run_gd(setup)
+    X, y = run.data
+    land = Landscape(np.asarray(X, dtype=float), np.asarray(y, dtype=float), activation, link, setup.a, setup.b, m)
+    theta1 = np.asarray(run.theta, dtype=float)
+    force = land.hard_part(land.loss_and_direction(theta1)[1])
+    norm = float(np.linalg.norm(force))
+    if norm == 0:
+        raise ThresholdsError("the data set's hard force is zero at t1: no direction to follow")
+    rows = profile(land, theta1, force / norm, np.logspace(math.log10(Q_LOW), math.log10(LEARNED), points))
+    q_stall = stall(rows["q"], rows["push"])
+    return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T,
+            "scale": scale, "force": norm, **rows, "stall": q_stall, "learned": q_stall is None,
+            "seconds": time.time() - start}
+
+
+def summary(predicted: list, released: list) -> list[str]:
+    """Markdown: each profile beside the release of the same setup, seed, t1, T and start (release_check records):
+    q_stall against GD's q(T), learned_prof against learned; and the counts."""
+    by_key = {run_key(r): r for r in released}
+    lines = ["| m | d | delta | seed | t1 | T | p(0) | min p | q_stall | largest drop of R | q(T) | learned | agree |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    agree = [0, 0]
+    for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r["scale"])):
+        rel = by_key.get(run_key(p))
+        if rel is not None:
+            agree[0 if rel["learned"] == p["learned"] else 1] += 1
+        drop = max(0.0, max(a - b for a, b in zip(p["loss"], p["loss"][1:])))
+        measured = (f"{dict((int(s), v) for s, v in rel['q'])[rel['steps']]:.3g} | {'yes' if rel['learned'] else 'no'} "
+                    f"| {'yes' if rel['learned'] == p['learned'] else 'no'}") if rel else "- | - | -"
+        stalled = "-" if p["stall"] is None else f"{p['stall']:.3g}"
+        lines.append(f"| {p['m']} | {p['d']} | {p['delta']:g} | {p['seed']} | {p['t1']} | {p['steps']} | "
+                     f"{p['push'][0]:.3g} | {min(p['push']):.3g} | {stalled} | {drop:.2g} | {measured} |")
+    lines += ["", f"- learned_prof (eq. (5)) meets the release in {agree[0]} of {sum(agree)} runs with a release"]
+    return lines
+
+
+@click.command()
+@release_options(widths="1", seeds="0", t1=10000, what="profile")
+@click.option("--releases", "release_files", multiple=True, type=click.Path(dir_okay=False),
+              help="validation.release_check records to set beside the profiles of --summary")
+@click.option("--points", type=click.IntRange(min=2), default=POINTS, show_default=True,
+              help="grid points of q from 1e-4 to 1/2")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files, points):
+    if summary_files:
+        print("\n".join(summary(_read(summary_files), _read(release_files))))
+        return
+    run_grid(out, lambda *args: run_one(*args, points=points),
+             lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_stall "
+             f"{'-' if rec['stall'] is None else format(rec['stall'], '.3g')} ({rec['seconds']:.0f} s)",
+             (activation, link, eta), grid(widths, dims, deltas, seeds), t1, T, scale)
+
+
+if __name__ == "__main__":
+    main()
