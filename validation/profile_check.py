@@ -46,7 +46,7 @@ from scipy import optimize
 from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
-from validation.release_check import LEARNED, _read, grid, release_options, run_grid, run_key
+from validation.release_check import LEARNED, _read, beside_releases, final_q, grid, release_options, run_grid
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
 
@@ -160,22 +160,16 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
 def summary(predicted: list, released: list) -> list[str]:
     """Markdown: each profile beside the release of the same setup, seed, t1, T and start (release_check records):
     q_stall against GD's q(T), learned_prof against learned; and the counts."""
-    by_key = {run_key(r): r for r in released}
-    lines = ["| m | d | delta | seed | t1 | T | p(0) | min p | q_stall | largest drop of R | q(T) | learned | agree |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    agree = [0, 0]
-    for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r["scale"])):
-        rel = by_key.get(run_key(p))
-        if rel is not None:
-            agree[0 if rel["learned"] == p["learned"] else 1] += 1
-        drop = max(0.0, max(a - b for a, b in zip(p["loss"], p["loss"][1:])))
-        measured = (f"{dict((int(s), v) for s, v in rel['q'])[rel['steps']]:.3g} | {'yes' if rel['learned'] else 'no'} "
-                    f"| {'yes' if rel['learned'] == p['learned'] else 'no'}") if rel else "- | - | -"
-        stalled = "-" if p["stall"] is None else f"{p['stall']:.3g}"
-        lines.append(f"| {p['m']} | {p['d']} | {p['delta']:g} | {p['seed']} | {p['t1']} | {p['steps']} | "
-                     f"{p['push'][0]:.3g} | {min(p['push']):.3g} | {stalled} | {drop:.2g} | {measured} |")
-    lines += ["", f"- learned_prof (eq. (5)) meets the release in {agree[0]} of {sum(agree)} runs with a release"]
-    return lines
+    def row(p, rel):
+        drop = max([0.0] + [a - b for a, b in zip(p["loss"], p["loss"][1:])])
+        measured = ([f"{final_q(rel):.3g}", "yes" if rel["learned"] else "no",
+                     "yes" if rel["learned"] == p["learned"] else "no"] if rel else ["-"] * 3)
+        return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]), str(p["steps"]),
+                f"{p['push'][0]:.3g}", f"{min(p['push']):.3g}", "-" if p["stall"] is None else f"{p['stall']:.3g}",
+                f"{drop:.2g}", *measured]
+    return beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
+                                                 "largest drop of R", "q(T)", "learned", "agree"], row,
+                           "learned_prof (eq. (5))")
 
 
 @click.command()

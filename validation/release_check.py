@@ -185,6 +185,27 @@ def fractions(released: list, horizon: int | None = None) -> list[str]:
     return lines
 
 
+def final_q(r: dict) -> float:
+    """q(T) of a release record."""
+    return dict((int(s), v) for s, v in r["q"])[r["steps"]]
+
+
+def beside_releases(predicted: list, released: list, header: list, row, rule: str) -> list[str]:
+    """Markdown: each prediction (validation.response_check, validation.profile_check records) on a line
+    ``row(p, rel)`` beside the release of the same setup, seed, t1, T and start (``rel``, None when there is none),
+    and how often the prediction's learned meets the release's (``rule`` names the prediction's)."""
+    by_key = {run_key(r): r for r in released}
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    agree = [0, 0]
+    for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r.get("scale", 1.0))):
+        rel = by_key.get(run_key(p))
+        if rel is not None:
+            agree[0 if rel["learned"] == p["learned"] else 1] += 1
+        lines.append("| " + " | ".join(row(p, rel)) + " |")
+    lines += ["", f"- {rule} meets the release in {agree[0]} of {sum(agree)} runs with a release"]
+    return lines
+
+
 def _values(text: str, name: str, kind) -> list:
     """Comma-separated values of ``kind`` (int or float) of option ``name``; click.BadParameter otherwise."""
     try:

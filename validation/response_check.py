@@ -61,8 +61,8 @@ import numpy as np
 from thresholds.alg import latent_split
 from thresholds.catalog import get_link
 from thresholds.errors import ThresholdsError
-from validation.release_check import (LEARNED, _read, _values, grid, log_steps, release_options, run_grid,
-                                      run_key)
+from validation.release_check import (LEARNED, _read, _values, beside_releases, final_q, grid, log_steps,
+                                      release_options, run_grid)
 from validation.settled_hessian import KEYS, check_dense, first_phase
 from validation.simulate import dense_hessian, gd_direction, hessian_weights, released_component, run_gd
 
@@ -206,22 +206,15 @@ def modes_table(activation: str, link: str, eta: float, m: int, delta: float, d:
 def summary(predicted: list, released: list) -> list[str]:
     """Markdown: each prediction beside the release of the same setup, seed, t1, T and start (release_check
     records), and how often learned_lin meets learned."""
-    by_key = {run_key(r): r for r in released}
-    lines = ["| m | d | delta | seed | t1 | T | start | lowest | negative | q_lin(T) | q_start(T) | q_force(T) "
-             "| t_1/2,lin | q(T) | t_1/2 | agree |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    agree = [0, 0]
-    for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r["scale"])):
-        rel = by_key.get(run_key(p))
-        if rel is not None:
-            agree[0 if rel["learned"] == p["learned"] else 1] += 1
-        measured = (f"{dict((int(s), v) for s, v in rel['q'])[rel['steps']]:.3f} | {rel['t_half'] or '-'} | "
-                    f"{'yes' if rel['learned'] == p['learned'] else 'no'}") if rel else "- | - | -"
-        lines.append(f"| {p['m']} | {p['d']} | {p['delta']:g} | {p['seed']} | {p['t1']} | {p['steps']} | "
-                     f"{p['scale']:g} | {p['lowest']:.2g} | {p['negative']} | {p['q'][-1][1]:.3g} | "
-                     f"{p['q_start'][-1][1]:.3g} | {p['q_force'][-1][1]:.3g} | {p['t_half'] or '-'} | {measured} |")
-    lines += ["", f"- learned_lin (eq. (4)) meets the release in {agree[0]} of {sum(agree)} runs with a release"]
-    return lines
+    def row(p, rel):
+        measured = ([f"{final_q(rel):.3f}", str(rel["t_half"] or "-"), "yes" if rel["learned"] == p["learned"] else "no"]
+                    if rel else ["-"] * 3)
+        return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]), str(p["steps"]),
+                f"{p['scale']:g}", f"{p['lowest']:.2g}", str(p["negative"]), f"{p['q'][-1][1]:.3g}",
+                f"{p['q_start'][-1][1]:.3g}", f"{p['q_force'][-1][1]:.3g}", str(p["t_half"] or "-"), *measured]
+    return beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "start", "lowest", "negative",
+                                                 "q_lin(T)", "q_start(T)", "q_force(T)", "t_1/2,lin", "q(T)", "t_1/2",
+                                                 "agree"], row, "learned_lin (eq. (4))")
 
 
 @click.command()
