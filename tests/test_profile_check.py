@@ -41,12 +41,15 @@ def test_the_push_is_minus_m_times_the_slope_of_the_relaxed_loss(m):
     assert push == pytest.approx(-m * (up - down) / (2 * eps), rel=1e-3, abs=1e-6)
 
 
-def test_the_profile_follows_the_requested_hard_fractions():
-    land, theta1 = _landscape(1)
-    E = np.ones((1, 1))
+@pytest.mark.parametrize("m", [1, 2])
+def test_the_profile_follows_the_force_at_the_relaxed_start_and_the_requested_hard_fractions(m):
+    land, theta1 = _landscape(m)
     qs = [1e-3, 1e-2, 0.1]
-    rows = profile(land, theta1, E, qs)
-    assert rows["q"][0] == 0.0 and len(rows["push"]) == 4
+    rows = profile(land, theta1, qs)
+    start = land.relax(theta1)
+    force = land.hard_part(start[2])
+    assert np.allclose(rows["direction"], force / np.linalg.norm(force))
+    assert rows["q"][0] == 0.0 and rows["push"][0] == pytest.approx(np.linalg.norm(force)) and len(rows["push"]) == 4
     # eq. (3) is set from the previous complement's norm, which the relaxation changes a little
     assert rows["q"][1:] == pytest.approx(qs, rel=0.1)
     assert max(rows["residual"]) < 1e-5
@@ -57,6 +60,7 @@ def test_the_stall_is_the_first_zero_of_the_push_interpolated_in_log_q():
     assert stall(qs, [1.0, 0.5, 0.2, 0.1]) is None
     assert stall(qs, [1.0, 0.5, -0.5, 0.3]) == pytest.approx(math.sqrt(1e-3 * 1e-2))   # halfway in log q
     assert stall(qs, [-1.0, 0.5, 0.2, 0.1]) == 0.0
+    assert stall(qs, [1.0, -3.0, 0.2, 0.1]) == pytest.approx(0.25e-3)                  # linear in q from q = 0
 
 
 def test_the_command_resumes_sets_the_release_beside_and_refuses_bad_input(tmp_path):

@@ -4,13 +4,14 @@ validation.release_check releases the hard directions of GD's first phase at t1;
 the first few hundred steps after it to be the linear response to the data set's own hard force F = P_H G(Theta_1)
 (an O(n^-1/2) gradient along the hard directions), and the outcome decided beyond second order, at hard fractions
 q ~ 10^-3 - 10^-2.  Here the landscape along the hard directions is followed to all orders, quasi-statically: the
-hard component is clamped at h E, E the unit direction (in the hard rows, one column per neuron) of the force at
-Theta_1, and the complement relaxed,
+hard component is clamped at h E and the complement relaxed,
 
     Theta(h) = argmin R(Theta) over the complement, with P_H Theta = h E,                                (1)
 
 by L-BFGS started from Theta(h') of the previous h' < h (from Theta_1 at h = 0: continuation, so that the profile
-follows one branch of minima as GD's slow hard motion would).  At each h
+follows one branch of minima as GD's slow hard motion would), with E the unit direction (in the hard rows, one
+column per neuron) of the data set's hard force at Theta(0) (Theta_1 itself where the first phase has settled to a
+minimum; where Theta_1 is a saddle, the relaxation at h = 0 leaves it downhill first).  At each h
 
     p(h) = <E, P_H G(Theta(h))> = -m dR(Theta(h)) / dh,                                                  (2)
     q(h) = h^2 / (h^2 + ||P_C Theta(h)||^2),                                                              (3)
@@ -99,24 +100,31 @@ class Landscape:
 
 
 def stall(qs, pushes) -> float | None:
-    """Eq. (4): the first q with p <= 0, log-linearly interpolated from the grid point before (None: p > 0 on the
-    whole grid)."""
+    """Eq. (4): the first q with p <= 0, interpolated from the grid point before, log-linearly in q (linearly from
+    q = 0); None: p > 0 on the whole grid."""
     for i, (q, p) in enumerate(zip(qs, pushes)):
         if p <= 0:
             if i == 0:
                 return float(q)
             q0, p0 = qs[i - 1], pushes[i - 1]
             frac = p0 / (p0 - p)
+            if q0 <= 0:
+                return float(q0 + frac * (q - q0))
             return float(math.exp(math.log(q0) + frac * (math.log(q) - math.log(q0))))
     return None
 
 
-def profile(land: Landscape, theta1, direction, qs) -> dict:
-    """Eqs. (1)-(3) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part) with the clamped
-    coordinates along ``direction`` (r x m, unit Frobenius norm): q, p, R, the iterations and the complement's
-    largest gradient entry at each point, h = 0 first."""
+def profile(land: Landscape, theta1, qs) -> dict:
+    """Eqs. (1)-(3) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part): first relaxed at
+    h = 0, where the hard force fixes E (r x m, unit Frobenius norm; eq. (1)'s direction); then q, p, R, the
+    iterations and the complement's largest gradient entry at each point, h = 0 first, and E."""
     theta, R, G, nit = land.relax(np.asarray(theta1, dtype=float))
-    rows = {"q": [0.0], "push": [float(np.sum(direction * land.hard_part(G)))], "loss": [R], "iterations": [nit],
+    force = land.hard_part(G)
+    norm = float(np.linalg.norm(force))
+    if norm == 0:
+        raise ThresholdsError("the data set's hard force is zero at the relaxed first phase: no direction to follow")
+    direction = force / norm
+    rows = {"q": [0.0], "push": [norm], "loss": [R], "iterations": [nit],
             "residual": [float(np.abs(land.complement(G)).max())]}
     for q in qs:
         perp = land.complement(theta)
@@ -130,6 +138,7 @@ def profile(land: Landscape, theta1, direction, qs) -> dict:
         rows["loss"].append(R)
         rows["iterations"].append(nit)
         rows["residual"].append(float(np.abs(land.complement(G)).max()))
+    rows["direction"] = direction.tolist()
     return rows
 
 
@@ -145,15 +154,11 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
     run = run_gd(setup)
     X, y = run.data
     land = Landscape(np.asarray(X, dtype=float), np.asarray(y, dtype=float), activation, link, setup.a, setup.b, m)
-    theta1 = np.asarray(run.theta, dtype=float)
-    force = land.hard_part(land.loss_and_direction(theta1)[1])
-    norm = float(np.linalg.norm(force))
-    if norm == 0:
-        raise ThresholdsError("the data set's hard force is zero at t1: no direction to follow")
-    rows = profile(land, theta1, force / norm, np.logspace(math.log10(Q_LOW), math.log10(LEARNED), points))
+    rows = profile(land, np.asarray(run.theta, dtype=float),
+                   np.logspace(math.log10(Q_LOW), math.log10(LEARNED), points))
     q_stall = stall(rows["q"], rows["push"])
     return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T,
-            "scale": scale, "force": norm, **rows, "stall": q_stall, "learned": q_stall is None,
+            "scale": scale, **rows, "stall": q_stall, "learned": q_stall is None,
             "seconds": time.time() - start}
 
 
