@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from validation.profile_check import Landscape, main, profile, stall
+from validation.profile_check import GTOL, Landscape, main, profile, stall
 from validation.settled_hessian import first_phase
 from validation.simulate import run_gd
 
@@ -35,7 +35,7 @@ def test_the_push_is_minus_m_times_the_slope_of_the_relaxed_loss(m):
 
     theta, R, G, _ = clamped(theta1, h)
     assert np.allclose(land.hard_part(theta), h * E, atol=1e-12)            # the clamp holds
-    assert np.abs(land.complement(G)).max() < 1e-5                          # the complement relaxed
+    assert np.abs(land.complement(G)).max() <= m * GTOL * (1 + 1e-9)       # the complement relaxed
     up, down = clamped(theta, h + eps)[1], clamped(theta, h - eps)[1]
     push = float(np.sum(E * land.hard_part(G)))
     assert push == pytest.approx(-m * (up - down) / (2 * eps), rel=1e-3, abs=1e-6)
@@ -50,9 +50,12 @@ def test_the_profile_follows_the_force_at_the_relaxed_start_and_the_requested_ha
     force = land.hard_part(start[2])
     assert np.allclose(rows["direction"], force / np.linalg.norm(force))
     assert rows["q"][0] == 0.0 and rows["push"][0] == pytest.approx(np.linalg.norm(force)) and len(rows["push"]) == 4
-    # eq. (3) is set from the previous complement's norm, which the relaxation changes a little
-    assert rows["q"][1:] == pytest.approx(qs, rel=0.1)
-    assert max(rows["residual"]) < 1e-5
+    # h is set by eq. (3) from the previous point's complement, and the relaxation then changes the complement's
+    # norm (by up to about 20 % at m = 2 in this small, unsettled first phase): the recorded q, eq. (3) at the relaxed
+    # point, follow the requested grid in order and within that change
+    assert np.all(np.diff(rows["q"]) > 0)
+    assert rows["q"][1:] == pytest.approx(qs, rel=0.3)
+    assert max(rows["residual"]) <= m * GTOL * (1 + 1e-9)       # L-BFGS's gtol on grad R = -G / m
 
 
 def test_the_stall_is_the_first_zero_of_the_push_interpolated_in_log_q():

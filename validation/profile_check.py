@@ -51,7 +51,7 @@ from validation.release_check import LEARNED, _read, beside_releases, final_q, g
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
 
-GTOL = 1e-7        # L-BFGS's tolerance on the complement's gradient of R, per coordinate
+GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
 POINTS = 25        # grid of q from Q_LOW to 1/2, log-spaced
 Q_LOW = 1e-4
 
@@ -93,7 +93,7 @@ class Landscape:
             return R, -self.complement(G).ravel() / self.m   # the complement's gradient: iterates stay in it
 
         res = optimize.minimize(fg, self.complement(theta).ravel(), jac=True, method="L-BFGS-B",
-                                options={"gtol": GTOL, "maxiter": 20000, "maxcor": 30})
+                                options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20000, "maxcor": 30})
         out = fixed + res.x.reshape(shape)
         R, G = self.loss_and_direction(out)
         return out, R, G, int(res.nit)
