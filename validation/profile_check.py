@@ -26,8 +26,8 @@ while p > 0 and stops where p first vanishes:
 The approximations: the complement relaxes faster than the hard component moves (GD's release is not slow: its
 complement's slowest modes, 1 / (eta lambda_min) ~ 10^3 steps, are as slow as the escape), the release's random
 start is left out (release_check ``--start-scale 0`` changes no outcome, section 12g), and the branch followed is
-the continuation's (a relaxation may jump to a lower branch; the profile records each point's loss, so a jump
-shows as a drop).  At m >= 2 the first phase at t1 has negative eigenvalues (response_check ``--modes``) and the
+the continuation's (a relaxation may jump to a lower branch; the records keep each point's loss and L-BFGS
+iterations).  At m >= 2 the first phase at t1 has negative eigenvalues (response_check ``--modes``) and the
 relaxation at h = 0 already leaves Theta_1 downhill.
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
@@ -164,16 +164,16 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
 
 def summary(predicted: list, released: list) -> list[str]:
     """Markdown: each profile beside the release of the same setup, seed, t1, T and start (release_check records):
-    q_stall against GD's q(T), learned_prof against learned; and the counts."""
+    the push at h = 0 and its least value, q_stall against GD's q(T), learned_prof against learned; and the
+    counts."""
     def row(p, rel):
-        drop = max([0.0] + [a - b for a, b in zip(p["loss"], p["loss"][1:])])
         measured = ([f"{final_q(rel):.3g}", "yes" if rel["learned"] else "no",
                      "yes" if rel["learned"] == p["learned"] else "no"] if rel else ["-"] * 3)
         return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]), str(p["steps"]),
                 f"{p['push'][0]:.3g}", f"{min(p['push']):.3g}", "-" if p["stall"] is None else f"{p['stall']:.3g}",
-                f"{drop:.2g}", *measured]
+                *measured]
     return beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
-                                                 "largest drop of R", "q(T)", "learned", "agree"], row,
+                                                 "q(T)", "learned", "agree"], row,
                            "learned_prof (eq. (5))")
 
 
