@@ -89,3 +89,21 @@ def test_the_command_resumes_sets_the_release_beside_and_refuses_bad_input(tmp_p
                        ([], "--out or --summary")):
         res = CliRunner().invoke(main, bad)
         assert res.exit_code != 0 and words in res.output and "Traceback" not in res.output, (bad, res.output)
+
+
+def test_the_crossings_set_the_profiles_beside_gd_on_the_same_runs():
+    from thresholds.crossing import logistic_crossing
+    from validation.profile_check import crossings
+
+    def rec(delta, seed, learned, **extra):
+        return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 1, "delta": delta, "d": 400,
+                "seed": seed, "t1": 100, "steps": 300, "scale": 1.0, "learned": learned, **extra}
+
+    prof = {4.0: [False, False, True, False], 8.0: [True, False, True, False], 12.0: [True, True, True, False]}
+    gd = {4.0: [False, False, False, False], 8.0: [True, True, True, False], 12.0: [True, True, True, True]}
+    predicted = [rec(x, s, v) for x, vs in prof.items() for s, v in enumerate(vs)] + [rec(16.0, 0, True)]
+    released = [rec(x, s, v, t_half=200 if v else None) for x, vs in gd.items() for s, v in enumerate(vs)]
+    lines = crossings(predicted, released)                           # delta 16 has no release: left out
+    c1, s1 = logistic_crossing([4, 8, 12], [1, 2, 3], [4, 4, 4])
+    c2, s2 = logistic_crossing([4, 8, 12], [0, 3, 4], [4, 4, 4])
+    assert lines[2:] == [f"| 1 | 400 | 100 | 300 | 12 | {c1:.1f} +- {s1:.1f} | {c2:.1f} +- {s2:.1f} |"]

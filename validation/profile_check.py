@@ -47,7 +47,8 @@ from scipy import optimize
 from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
-from validation.release_check import LEARNED, _read, beside_releases, final_q, grid, release_options, run_grid
+from validation.release_check import (LEARNED, _read, beside_releases, final_q, grid, release_options,
+                                      released_crossing, run_grid, run_key)
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
 
@@ -172,9 +173,28 @@ def summary(predicted: list, released: list) -> list[str]:
         return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]), str(p["steps"]),
                 f"{p['push'][0]:.3g}", f"{min(p['push']):.3g}", "-" if p["stall"] is None else f"{p['stall']:.3g}",
                 *measured]
-    return beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
-                                                 "q(T)", "learned", "agree"], row,
-                           "learned_prof (eq. (5))")
+    lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
+                                                  "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
+    return lines + [""] + crossings(predicted, released)
+
+
+def crossings(predicted: list, released: list) -> list[str]:
+    """Markdown: per width, d, t1 and T, the logistic crossing (release_check eq. (3)) of learned_prof and of GD's
+    learned over the same runs (those with both a profile and a release)."""
+    by_key = {run_key(r): r for r in released}
+    cells = {}
+    for p in predicted:
+        rel = by_key.get(run_key(p))
+        if rel is not None:
+            cells.setdefault((p["m"], p["d"], p["t1"], p["steps"]), []).append((p, rel))
+    lines = ["| m | d | t1 | T | runs | crossing, profile (s.e.) | crossing, GD (s.e.) |", "|---|---|---|---|---|---|---|"]
+    for (m, d, t1, T), pairs in sorted(cells.items()):
+        text = []
+        for rows in ([p for p, _ in pairs], [r for _, r in pairs]):
+            c, se = released_crossing(rows)
+            text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
+        lines.append(f"| {m} | {d} | {t1} | {T} | {len(pairs)} | {text[0]} | {text[1]} |")
+    return lines
 
 
 @click.command()
