@@ -6,19 +6,20 @@ the first few hundred steps after it to be the linear response to the data set's
 q ~ 10^-3 - 10^-2.  Here the landscape along the hard directions is followed to all orders, quasi-statically: the
 hard component is clamped at h E and the complement relaxed,
 
-    Theta(h) = argmin R(Theta) over the complement, with P_H Theta = h E,                                (1)
+    Theta(h) = argmin R(Theta) over the complement and the unit E, with P_H Theta = h E,                 (1)
 
-by L-BFGS started from Theta(h') of the previous h' < h (from Theta_1 at h = 0: continuation, so that the profile
-follows one branch of minima as GD's slow hard motion would), with E the unit direction (in the hard rows, one
-column per neuron) of the data set's hard force at Theta(0) (Theta_1 itself where the first phase has settled to a
-minimum; where Theta_1 is a saddle, the relaxation at h = 0 leaves it downhill first).  At each h
+by L-BFGS started from Theta(h') and E(h') of the previous h' < h (from Theta_1 at h = 0: continuation, so that the
+profile follows one branch of minima as GD's slow hard motion would); E is the unit direction of the hard part in
+the hard rows, one column per neuron (at m = 1 a sign), started along the data set's hard force at Theta(0)
+(Theta_1 itself where the first phase has settled to a minimum; where Theta_1 is a saddle, the relaxation at h = 0
+leaves it downhill first) and free to turn among the neurons as h grows.  At each h
 
-    p(h) = <E, P_H G(Theta(h))> = -m dR(Theta(h)) / dh,                                                  (2)
+    p(h) = <E(h), P_H G(Theta(h))> = -m dR(Theta(h)) / dh,                                               (2)
     q(h) = h^2 / (h^2 + ||P_C Theta(h)||^2),                                                              (3)
 
 p the push of GD's step on the clamped coordinate (G its direction, validation.simulate; the second form by the
-envelope theorem: the complement's gradient vanishes at (1)).  Read quasi-statically, the hard component grows
-while p > 0 and stops where p first vanishes:
+envelope theorem: the gradient along the complement and along E's sphere vanishes at (1)).  Read quasi-statically,
+the hard component grows while p > 0 and stops where p first vanishes:
 
     q_stall = the first q of the grid with p <= 0 (log-linear interpolation from the point before),      (4)
     learned_prof = no such q up to q = 1/2 (release_check eq. (2) read on the profile).                  (5)
@@ -85,17 +86,36 @@ class Landscape:
         return out
 
     def relax(self, theta):
-        """Eq. (1): minimize R over the complement from ``theta``, its hard part kept; (Theta, R, G, iterations)."""
-        fixed = theta - self.complement(theta)
-        shape = theta.shape
+        """Eq. (1): minimize R from ``theta`` over the complement and the direction of the hard part, its norm h
+        kept (the hard part h u / ||u||, u free: at m = 1 only its sign, kept); (Theta, R, G, iterations)."""
+        shape, hard0 = theta.shape, self.hard_part(theta)
+        h = float(np.linalg.norm(hard0))
+        size = theta.size
+
+        def assemble(x):
+            out = x[:size].reshape(shape).copy()
+            if h > 0:
+                u = x[size:].reshape(hard0.shape)
+                out[: self.k] += self.hard.T @ (h * u / np.linalg.norm(u))
+            return out
 
         def fg(x):
-            R, G = self.loss_and_direction(fixed + x.reshape(shape))
-            return R, -self.complement(G).ravel() / self.m   # the complement's gradient: iterates stay in it
+            R, G = self.loss_and_direction(assemble(x))
+            grad = -self.complement(G).ravel() / self.m                 # the complement's: iterates stay in it
+            if h == 0:
+                return R, grad
+            u = x[size:].reshape(hard0.shape)
+            unit = u / np.linalg.norm(u)
+            gP = -self.hard_part(G) / self.m                            # dR / d(hard part)
+            gu = h / np.linalg.norm(u) * (gP - unit * float(np.sum(unit * gP)))
+            return R, np.concatenate([grad, gu.ravel()])
 
-        res = optimize.minimize(fg, self.complement(theta).ravel(), jac=True, method="L-BFGS-B",
+        start = self.complement(theta).ravel()
+        if h > 0:
+            start = np.concatenate([start, (hard0 / h).ravel()])
+        res = optimize.minimize(fg, start, jac=True, method="L-BFGS-B",
                                 options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20000, "maxcor": 30})
-        out = fixed + res.x.reshape(shape)
+        out = assemble(res.x)
         R, G = self.loss_and_direction(out)
         return out, R, G, int(res.nit)
 
@@ -118,7 +138,7 @@ def stall(qs, pushes) -> float | None:
 def profile(land: Landscape, theta1, qs) -> dict:
     """Eqs. (1)-(3) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part): first relaxed at
     h = 0, where the hard force fixes E (r x m, unit Frobenius norm; eq. (1)'s direction); then q, p, R, the
-    iterations and the complement's largest gradient entry at each point, h = 0 first, and E."""
+    iterations and the complement's largest gradient entry at each point, h = 0 first, and E at h = 0 and at the last point."""
     theta, R, G, nit = land.relax(np.asarray(theta1, dtype=float))
     force = land.hard_part(G)
     norm = float(np.linalg.norm(force))
@@ -126,13 +146,14 @@ def profile(land: Landscape, theta1, qs) -> dict:
         raise ThresholdsError("the data set's hard force is zero at the relaxed first phase: no direction to follow")
     direction = force / norm
     rows = {"q": [0.0], "push": [norm], "loss": [R], "iterations": [nit],
-            "residual": [float(np.abs(land.complement(G)).max())]}
+            "residual": [float(np.abs(land.complement(G)).max())], "start_direction": direction.tolist()}
     for q in qs:
         perp = land.complement(theta)
         h = math.sqrt(q * float(np.sum(perp * perp)) / (1 - q))      # eq. (3) at the previous complement
         theta = perp.copy()
         theta[: land.k] += land.hard.T @ (h * direction)
         theta, R, G, nit = land.relax(theta)
+        direction = land.hard_part(theta) / h                        # where the relaxation turned it
         perp2 = float(np.sum(land.complement(theta) ** 2))
         rows["q"].append(h * h / (h * h + perp2))
         rows["push"].append(float(np.sum(direction * land.hard_part(G))))
