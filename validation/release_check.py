@@ -31,7 +31,9 @@ the d = inf thresholds (d = 800: from 20 / 12 / 7.5 / 7.5), and also with the ha
 (``--start-scale 0``): the data set's own gradient along them moves them.  With two to five runs per delta (section
 12i) the bracket where half the runs learn rises by about one grid step from d = 400 to 800 at every width, moves by
 less than the runs resolve from 800 to 1600, and at d = 1600 is at 0.13-0.75 of the d = inf values: [12, 16] /
-[8, 12] / [5, 7.5] / [5, 7.5] at m = 1 / 2 / 4 / 8.
+[8, 12] / [5, 7.5] / [5, 7.5] at m = 1 / 2 / 4 / 8.  With 6-8 runs per delta at d = 400 and 800 (section 12j) the
+crossings of eq. (3) are 13.8 +- 1.4 / 15.0 +- 0.8 at m = 1, 10.2 +- 1.6 / 14.0 +- 1.2 at m = 2 (d = 400 read at
+2 x 10^4 steps) and 5.6 +- 0.7 / 6.2 +- 0.7 at m = 4.
 
 Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
       python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl

@@ -31,7 +31,10 @@ squared hard overlap of the lowest eigenvector.
 Where H has negative eigenvalues (2) grows without bound along them and q_lin(T) is the hard overlap^2 of the
 fastest; ``--check`` sets q_lin beside the released GD run step by step; ``--modes`` says what the negative
 eigenvectors move: which neurons, whether within the plane of the neurons' weights, and how many samples (eq. (5),
-:func:`unstable_modes`).
+:func:`unstable_modes`).  At d = 400 (run 0, m = 1-8) they move one or two neurons (up to about 4.4 of 8),
+lie outside the plane of the weights (span at most 0.035 against m / d) and move 2-12 per cent of the samples
+(about 1/3 for a random direction; 16-18 per cent for the spread ones at m = 8): the first phase still fitting
+single samples neuron by neuron (section 12j).
 
 Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4; validation/reports/planted/width section 12i): the
 linearization is exact at first (q / q_lin within 0.5 per cent for 30 steps, 1-2.5 per cent at 100), and GD leaves
