@@ -68,8 +68,8 @@ Q_LOW = 1e-4
 
 class Landscape:
     """R(Theta) and GD's direction G(Theta) on one data set (validation.simulate's network: f = (1/m) sum_j a_j
-    sigma(theta_j^T x + b_j), R = (1/2n) sum_i (y_i - f_i)^2, so that G = -m grad R), and the split of Theta's
-    rows into the clamped hard coordinates and the complement."""
+    sigma(theta_j^T x + b_j), R = (1/2n) sum_i (y_i - f_i)^2, so that G = -m grad R; no weight decay, as in
+    release_check's runs), and the split of Theta's rows into the clamped hard coordinates and the complement."""
 
     def __init__(self, X, y, activation: str, link: str, a, b, m: int):
         self.X, self.y, self.activation, self.a, self.b, self.m = X, y, activation, a, b, m
