@@ -73,14 +73,15 @@ class Landscape:
 
     def __init__(self, X, y, activation: str, link: str, a, b, m: int):
         self.X, self.y, self.activation, self.a, self.b, self.m = X, y, activation, a, b, m
+        self.a_j = np.broadcast_to(np.asarray(a, dtype=float), (m,))    # per neuron, once
+        self.b_j = np.broadcast_to(np.asarray(b, dtype=float), (m,))
         self.s0 = get_activation(activation).numpy(0)
         self.k = get_link(link).k
         self.hard = latent_split(link).hard              # (r, k), orthonormal rows
 
     def loss_and_direction(self, theta):
         U = self.X @ theta
-        a = np.broadcast_to(np.asarray(self.a, dtype=float), (self.m,))
-        r = self.y - np.mean(a * self.s0(U + np.broadcast_to(np.asarray(self.b, dtype=float), (self.m,))), axis=1)
+        r = self.y - np.mean(self.a_j * self.s0(U + self.b_j), axis=1)
         return 0.5 * float(np.mean(r * r)), gd_direction(self.X, self.y, U, self.activation, a=self.a, b=self.b)
 
     def hard_part(self, M):

@@ -220,6 +220,16 @@ def summary(predicted: list, released: list) -> list[str]:
                                                  "agree"], row, "learned_lin (eq. (4))")
 
 
+def _print_tables(cells: list, table) -> None:
+    """Print ``table(m, d, delta, seed)`` (markdown lines) for every cell of release_check.grid; a refused setup is a
+    one-line error."""
+    for m, d, delta, s in cells:
+        try:
+            print("\n".join(table(m, d, delta, s)) + "\n", flush=True)
+        except (ThresholdsError, FloatingPointError) as exc:
+            raise click.ClickException(str(exc)) from None
+
+
 @click.command()
 @release_options(widths="1", seeds="0", t1=10000, what="prediction")
 @click.option("--releases", "release_files", multiple=True, type=click.Path(dir_okay=False),
@@ -234,21 +244,15 @@ def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, 
         print("\n".join(summary(_read(summary_files), _read(release_files))))
         return
     if count is not None:
-        for m, d, delta, s in grid(widths, dims, deltas, seeds):
-            try:
-                print("\n".join(modes_table(activation, link, eta, m, delta, d, s, t1, count)) + "\n", flush=True)
-            except (ThresholdsError, FloatingPointError) as exc:
-                raise click.ClickException(str(exc)) from None
+        _print_tables(grid(widths, dims, deltas, seeds),
+                      lambda m, d, delta, s: modes_table(activation, link, eta, m, delta, d, s, t1, count))
         return
     if taus is not None:
         taus = _values(taus, "--check", int)
         if not taus or min(taus) < 1:
             raise click.BadParameter(f"{taus}: steps after t1 must be positive", param_hint="--check")
-        for m, d, delta, s in grid(widths, dims, deltas, seeds):
-            try:
-                print("\n".join(early_check(activation, link, eta, m, delta, d, s, t1, taus, scale)) + "\n", flush=True)
-            except (ThresholdsError, FloatingPointError) as exc:
-                raise click.ClickException(str(exc)) from None
+        _print_tables(grid(widths, dims, deltas, seeds),
+                      lambda m, d, delta, s: early_check(activation, link, eta, m, delta, d, s, t1, taus, scale))
         return
     run_grid(out, run_one, lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_lin(T) = "
              f"{rec['q'][-1][1]:.3g}, lowest eigenvalue {rec['lowest']:.3g} ({rec['seconds']:.0f} s)",
