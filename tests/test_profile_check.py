@@ -112,3 +112,80 @@ def test_the_crossings_set_the_profiles_beside_gd_on_the_same_runs():
     c1, s1 = logistic_crossing([4, 8, 12], [1, 2, 3], [4, 4, 4])
     c2, s2 = logistic_crossing([4, 8, 12], [0, 3, 4], [4, 4, 4])
     assert lines[2:] == [f"| 1 | 400 | 100 | 300 | 12 | {c1:.1f} +- {s1:.1f} | {c2:.1f} +- {s2:.1f} |"]
+
+
+class _Tilted(Landscape):
+    """A landscape plus eps <c, hard part>: an odd term along the hard direction, the rest untouched (G = -m grad R
+    gains -m eps c in the hard rows)."""
+
+    def __init__(self, base: Landscape, eps: float, c):
+        self.__dict__.update(base.__dict__)
+        self.eps, self.c = eps, np.asarray(c, float)
+
+    def loss_and_direction(self, theta):
+        R, G = super().loss_and_direction(theta)
+        G = G.copy()
+        G[: self.k] -= self.hard.T @ (self.m * self.eps * self.c)
+        return R + self.eps * float(np.sum(self.c * self.hard_part(theta))), G
+
+
+def test_the_mirror_cancels_an_odd_term_exactly_and_keeps_the_even_part():
+    # eq. (7) on a data set even under the reflection of the hard coordinate (every sample beside its mirror image,
+    # same label) plus a linear term eps <c, hard part>: the relaxed loss is then even plus eps c h exactly, so the
+    # restoring push r must not depend on eps, and the force part f must be m eps |c| at every h
+    from validation.profile_check import parts
+
+    land, theta1 = _landscape(1)
+    X = np.vstack([land.X, land.X * np.r_[-1.0, np.ones(land.X.shape[1] - 1)]])
+    even = Landscape(X, np.r_[land.y, land.y], "gelu", "phase_retrieval", land.a, land.b, 1)
+    assert np.allclose(even.hard_part(even.loss_and_direction(theta1)[1]), 0, atol=1e-12)   # no force of its own
+    qs = [1e-3, 1e-2, 0.1, 0.3]
+    split = {eps: parts(profile(_Tilted(even, eps, [[1.0]]), theta1, qs)) for eps in (0.01, 0.03)}
+    r1, f1 = split[0.01]
+    r3, f3 = split[0.03]
+    assert r1[0] == 0 and r3[0] == 0
+    assert np.abs(r1 - r3).max() < 1e-5 and np.abs(r1).max() > 1e-3                 # r: no eps, and not nothing
+    assert f1 == pytest.approx(np.full(len(qs) + 1, 0.01), abs=1e-5)
+    assert f3 == pytest.approx(np.full(len(qs) + 1, 0.03), abs=1e-5)
+
+
+def test_the_mirror_push_is_minus_m_times_the_slope_of_its_relaxed_loss_at_m_1():
+    land, theta1 = _landscape(1)
+    rows = profile(land, theta1, [1e-2, 0.05])
+    E = np.asarray(rows["direction"])
+    theta = land.complement(land.relax(theta1)[0])
+    h = math.sqrt(rows["q"][-1] / (1 - rows["q"][-1])) * np.linalg.norm(theta)       # any h will do
+    eps = 1e-3
+
+    def mirror(hh):
+        out = land.complement(theta)
+        out[: land.k] -= land.hard.T @ (hh * E)
+        return land.relax(out, turn=False)
+
+    at, up, down = mirror(h), mirror(h + eps), mirror(h - eps)
+    assert np.allclose(land.hard_part(at[0]), -h * E)                             # not turned
+    push = -float(np.sum(E * land.hard_part(at[2])))
+    assert push == pytest.approx(-(up[1] - down[1]) / (2 * eps), rel=1e-3, abs=1e-6)
+
+
+def test_the_even_parts_table_counts_and_crosses_learned_even():
+    from thresholds.crossing import logistic_crossing
+    from validation.profile_check import even_parts
+
+    def rec(delta, seed, r, learned, f0=0.02):
+        push = [f0] + [x + 0.01 for x in r]
+        return {"m": 1, "d": 400, "t1": 100, "delta": delta, "seed": seed, "learned": learned, "push": push,
+                "push_mirror": [-f0] + [x - 0.01 for x in r]}
+
+    runs = [rec(4.0, 0, [-0.1, -0.2, 0.1], False), rec(4.0, 1, [-0.1, 0.1, 0.2], True),
+            rec(8.0, 0, [0.1, -0.1, 0.2], True), rec(8.0, 1, [0.1, 0.1, 0.2], True),
+            rec(12.0, 0, [0.1, 0.2, 0.3], True), {"m": 1, "d": 400, "t1": 100, "delta": 12.0, "push": [0.1]}]
+    lines = even_parts(runs)                          # the record without a mirror is left out
+    assert lines[2] == "| 1 | 400 | 100 | 4 | 2 | 0.02 | -0.15 | 2 | 0 | 1 |"
+    assert lines[3] == "| 1 | 400 | 100 | 8 | 2 | 0.02 | 0 | 0 | 1 | 2 |"
+    assert lines[4] == "| 1 | 400 | 100 | 12 | 1 | 0.02 | 0.1 | 0 | 1 | 1 |"
+    c, se = logistic_crossing([4, 8, 12], [0, 1, 1], [2, 2, 1])
+    cp, sp = logistic_crossing([4, 8, 12], [1, 2, 1], [2, 2, 1])
+    text = [("-" if x is None else f"{x:.1f} +- {y:.1f}") for x, y in ((c, se), (cp, sp))]
+    assert lines[-1] == f"| 1 | 400 | 100 | 5 | {text[0]} | {text[1]} |"
+    assert even_parts([{"push": [0.1]}]) == ["(no profile with a mirror: eqs. (6)-(8) need records made with it)"]

@@ -24,6 +24,22 @@ the hard component grows while p > 0 and stops where p first vanishes:
     q_stall = the first q of the grid with p <= 0 (log-linear interpolation from the point before),      (4)
     learned_prof = no such q up to q = 1/2 (release_check eq. (2) read on the profile).                  (5)
 
+The force is the odd part of the landscape along the hard direction, and it alone has no d = inf limit.  The law of
+the data is even under the reflection x -> S x of the hard coordinates (an even link, as phase retrieval), so the
+relaxed loss Phi(H) = min over the complement of R at hard part H is even in H in the mean, its odd part, the force
+first, an O(n^-1/2) fluctuation of zero mean.  The mirror branch clamps the opposite hard part, -h E(h) (E of eq.
+(1)'s branch at the same h, not turned), its complement relaxed by continuation from Theta(0) as in eq. (1):
+
+    p_-(h) = <-E(h), P_H G(Theta_-(h))>,                                                                 (6)
+    r(h) = (p(h) + p_-(h)) / 2 = -m <E, grad Phi_even(h E)>,                                             (7)
+    f(h) = (p(h) - p_-(h)) / 2 = -m <E, grad Phi_odd(h E)>,
+
+r the restoring push, f the force part: every odd term of Phi cancels in r exactly (f(0) = |F|, r(0) = 0), and r
+keeps the even part's O(n^-1/2) fluctuation (the data set's own curvature along E) beside its mean.  At m = 1 (E a
+sign) p_- = -m dR(Theta_-(h)) / dh as in eq. (2).  With the force gone, as at d = inf, the profile reads
+
+    learned_even = r > 0 on the whole grid (r(0) = 0 left out).                                          (8)
+
 The approximations: the complement relaxes faster than the hard component moves (GD's release is not slow: its
 complement's slowest modes, 1 / (eta lambda_min) ~ 10^3 steps, are as slow as the escape), the release's random
 start is left out (release_check ``--start-scale 0`` changes no outcome, section 12g), and the branch followed is
@@ -94,24 +110,28 @@ class Landscape:
         out[: self.k] -= self.hard.T @ (self.hard @ M[: self.k])
         return out
 
-    def relax(self, theta):
+    def relax(self, theta, turn: bool = True):
         """Eq. (1): minimize R from ``theta`` over the complement and the direction of the hard part, its norm h
-        kept (the hard part h u / ||u||, u free: at m = 1 only its sign, kept); (Theta, R, G, iterations)."""
+        kept (the hard part h u / ||u||, u free: at m = 1 only its sign, kept; ``turn=False``: the whole hard part
+        kept, as eq. (6)'s mirror); (Theta, R, G, iterations)."""
         shape, hard0 = theta.shape, self.hard_part(theta)
         h = float(np.linalg.norm(hard0))
         size = theta.size
+        turn = turn and h > 0
 
         def assemble(x):
             out = x[:size].reshape(shape).copy()
-            if h > 0:
+            if turn:
                 u = x[size:].reshape(hard0.shape)
                 out[: self.k] += self.hard.T @ (h * u / np.linalg.norm(u))
+            else:
+                out[: self.k] += self.hard.T @ hard0
             return out
 
         def fg(x):
             R, G = self.loss_and_direction(assemble(x))
             grad = -self.complement(G).ravel() / self.m                 # the complement's: iterates stay in it
-            if h == 0:
+            if not turn:
                 return R, grad
             u = x[size:].reshape(hard0.shape)
             unit = u / np.linalg.norm(u)
@@ -120,7 +140,7 @@ class Landscape:
             return R, np.concatenate([grad, gu.ravel()])
 
         start = self.complement(theta).ravel()
-        if h > 0:
+        if turn:
             start = np.concatenate([start, (hard0 / h).ravel()])
         res = optimize.minimize(fg, start, jac=True, method="L-BFGS-B",
                                 options={"gtol": GTOL, "ftol": 1e-15, "maxiter": 20000, "maxcor": 30})
@@ -145,17 +165,21 @@ def stall(qs, pushes) -> float | None:
 
 
 def profile(land: Landscape, theta1, qs) -> dict:
-    """Eqs. (1)-(3) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part): first relaxed at
-    h = 0, where the hard force fixes E (r x m, unit Frobenius norm; eq. (1)'s direction); then q, p, R, the
-    iterations and the complement's largest gradient entry at each point, h = 0 first, and E at h = 0 and at the last point."""
+    """Eqs. (1)-(3) and (6)-(7) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part): first
+    relaxed at h = 0, where the hard force fixes E (r x m, unit Frobenius norm; eq. (1)'s direction); then q, p, R, the
+    iterations and the complement's largest gradient entry at each point, h = 0 first, and E at h = 0 and at the last
+    point; the mirror's p_-, R and iterations beside them (``*_mirror``)."""
     theta, R, G, nit = land.relax(np.asarray(theta1, dtype=float))
     force = land.hard_part(G)
     norm = float(np.linalg.norm(force))
     if norm == 0:
         raise ThresholdsError("the data set's hard force is zero at the relaxed first phase: no direction to follow")
     direction = force / norm
-    rows = {"q": [0.0], "push": [norm], "loss": [R], "iterations": [nit],
-            "residual": [float(np.abs(land.complement(G)).max())], "start_direction": direction.tolist()}
+    residual = float(np.abs(land.complement(G)).max())
+    rows = {"q": [0.0], "push": [norm], "loss": [R], "iterations": [nit], "residual": [residual],
+            "push_mirror": [-norm], "loss_mirror": [R], "iterations_mirror": [0], "residual_mirror": [residual],
+            "start_direction": direction.tolist()}
+    mirror = theta
     for q in qs:
         perp = land.complement(theta)
         h = math.sqrt(q * float(np.sum(perp * perp)) / (1 - q))      # eq. (3) at the previous complement
@@ -169,8 +193,24 @@ def profile(land: Landscape, theta1, qs) -> dict:
         rows["loss"].append(R)
         rows["iterations"].append(nit)
         rows["residual"].append(float(np.abs(land.complement(G)).max()))
+        mirror = land.complement(mirror)                             # eq. (6): -h E(h), continued from its own branch
+        mirror[: land.k] -= land.hard.T @ (h * direction)
+        mirror, R, G, nit = land.relax(mirror, turn=False)
+        rows["push_mirror"].append(-float(np.sum(direction * land.hard_part(G))))
+        rows["loss_mirror"].append(R)
+        rows["iterations_mirror"].append(nit)
+        rows["residual_mirror"].append(float(np.abs(land.complement(G)).max()))
     rows["direction"] = direction.tolist()
     return rows
+
+
+def parts(rec: dict):
+    """Eq. (7): the restoring push r and the force part f of a profile record (arrays over its q), or None for a
+    record made before the mirror (eq. (6))."""
+    if "push_mirror" not in rec:
+        return None
+    p, pm = np.asarray(rec["push"]), np.asarray(rec["push_mirror"])
+    return (p + pm) / 2, (p - pm) / 2
 
 
 def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int,
@@ -205,7 +245,42 @@ def summary(predicted: list, released: list) -> list[str]:
                 *measured]
     lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
                                                   "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
-    return lines + [""] + crossings(predicted, released)
+    return lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted)
+
+
+def even_parts(predicted: list) -> list[str]:
+    """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(8)): the force |F| = f(0) and
+    the restoring push's least value on the grid, q > 0 (medians over the runs), the runs with r < 0 at the grid's
+    first q (restoring at the start) and those with r > 0 on the whole grid (learned_even, eq. (8)); then per width,
+    d and t1 the logistic crossing (release_check eq. (3)) of learned_even and of learned_prof over the same runs."""
+    cells = {}
+    for p in predicted:
+        split = parts(p)
+        if split is not None:
+            cells.setdefault((p["m"], p["d"], p["t1"]), {}).setdefault(p["delta"], []).append((p, *split))
+    if not cells:
+        return ["(no profile with a mirror: eqs. (6)-(8) need records made with it)"]
+    lines = ["| m | d | t1 | delta | runs | f(0) | min r | r < 0 first | learned_even | learned_prof |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    crossing_lines = ["| m | d | t1 | runs | crossing, learned_even (s.e.) | crossing, learned_prof (s.e.) |",
+                      "|---|---|---|---|---|---|"]
+    for (m, d, t1), by_delta in sorted(cells.items()):
+        even, prof = [], []
+        for delta, runs in sorted(by_delta.items()):
+            n_runs = len(runs)
+            first = [bool(r[1] < 0) for _, r, _ in runs]                  # at the grid's first q
+            learned_even = [bool(np.all(r[1:] > 0)) for _, r, _ in runs]
+            even += [{"delta": delta, "learned": x} for x in learned_even]
+            prof += [{"delta": delta, "learned": p["learned"]} for p, _, _ in runs]
+            lines.append(f"| {m} | {d} | {t1} | {delta:g} | {n_runs} | {np.median([f[0] for _, _, f in runs]):.3g} | "
+                         f"{np.median([r[1:].min() for _, r, _ in runs]):.3g} | {sum(first)} | {sum(learned_even)} | "
+                         f"{sum(p['learned'] for p, _, _ in runs)} |")
+        text = []
+        for rows in (even, prof):
+            c, se = released_crossing(rows)
+            text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
+        crossing_lines.append(f"| {m} | {d} | {t1} | {len(even)} | {text[0]} | {text[1]} |")
+    return lines + [""] + crossing_lines
 
 
 def crossings(predicted: list, released: list) -> list[str]:
