@@ -60,6 +60,7 @@ def test_the_profile_follows_the_force_at_the_relaxed_start_and_the_requested_ha
     # point, follow the requested grid in order and within that change
     assert np.all(np.diff(rows["q"]) > 0)
     assert rows["q"][1:] == pytest.approx(qs, rel=0.3)
+    assert rows["h"][0] == 0 and np.all(np.diff(rows["h"]) > 0)
     assert max(rows["residual"]) <= m * GTOL * (1 + 1e-9)       # L-BFGS's gtol on grad R = -G / m
 
 

@@ -167,7 +167,7 @@ def stall(qs, pushes) -> float | None:
 def profile(land: Landscape, theta1, qs) -> dict:
     """Eqs. (1)-(3) and (6)-(7) along the grid ``qs`` (increasing), continued from ``theta1`` (no hard part): first
     relaxed at h = 0, where the hard force fixes E (r x m, unit Frobenius norm; eq. (1)'s direction); then q, p, R, the
-    iterations and the complement's largest gradient entry at each point, h = 0 first, and E at h = 0 and at the last
+    iterations and the complement's largest gradient entry at each point (and h), h = 0 first, and E at h = 0 and at the last
     point; the mirror's p_-, R and iterations beside them (``*_mirror``)."""
     theta, R, G, nit = land.relax(np.asarray(theta1, dtype=float))
     force = land.hard_part(G)
@@ -176,7 +176,7 @@ def profile(land: Landscape, theta1, qs) -> dict:
         raise ThresholdsError("the data set's hard force is zero at the relaxed first phase: no direction to follow")
     direction = force / norm
     residual = float(np.abs(land.complement(G)).max())
-    rows = {"q": [0.0], "push": [norm], "loss": [R], "iterations": [nit], "residual": [residual],
+    rows = {"q": [0.0], "h": [0.0], "push": [norm], "loss": [R], "iterations": [nit], "residual": [residual],
             "push_mirror": [-norm], "loss_mirror": [R], "iterations_mirror": [0], "residual_mirror": [residual],
             "start_direction": direction.tolist()}
     mirror = theta
@@ -189,6 +189,7 @@ def profile(land: Landscape, theta1, qs) -> dict:
         direction = land.hard_part(theta) / h                        # where the relaxation turned it
         perp2 = float(np.sum(land.complement(theta) ** 2))
         rows["q"].append(h * h / (h * h + perp2))
+        rows["h"].append(h)
         rows["push"].append(float(np.sum(direction * land.hard_part(G))))
         rows["loss"].append(R)
         rows["iterations"].append(nit)
