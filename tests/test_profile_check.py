@@ -169,24 +169,31 @@ def test_the_mirror_push_is_minus_m_times_the_slope_of_its_relaxed_loss_at_m_1()
     assert push == pytest.approx(-(up[1] - down[1]) / (2 * eps), rel=1e-3, abs=1e-6)
 
 
-def test_the_even_parts_table_counts_and_crosses_learned_even():
+def test_the_even_parts_table_counts_and_crosses_eq_9_at_each_d():
     from thresholds.crossing import logistic_crossing
-    from validation.profile_check import even_parts
+    from validation.profile_check import even_parts, learned_at
 
-    def rec(delta, seed, r, learned, f0=0.02):
-        push = [f0] + [x + 0.01 for x in r]
-        return {"m": 1, "d": 400, "t1": 100, "delta": delta, "seed": seed, "learned": learned, "push": push,
-                "push_mirror": [-f0] + [x - 0.01 for x in r]}
+    def rec(delta, r, f, f0=0.02):
+        # p = r + f, p_- = r - f (eq. (7)); r(0) = 0, f(0) = f0
+        return {"m": 1, "d": 400, "t1": 100, "delta": delta, "push": [f0] + [a + b for a, b in zip(r, f)],
+                "push_mirror": [-f0] + [a - b for a, b in zip(r, f)]}
 
-    runs = [rec(4.0, 0, [-0.1, -0.2, 0.1], False), rec(4.0, 1, [-0.1, 0.1, 0.2], True),
-            rec(8.0, 0, [0.1, -0.1, 0.2], True), rec(8.0, 1, [0.1, 0.1, 0.2], True),
-            rec(12.0, 0, [0.1, 0.2, 0.3], True), {"m": 1, "d": 400, "t1": 100, "delta": 12.0, "push": [0.1]}]
+    f = [0.15, 0.15, 0.15]
+    runs = [rec(4.0, [-0.1, -0.2, 0.1], f), rec(4.0, [-0.1, 0.1, 0.2], f),    # eq. (9): learned down to d' = 2d
+            rec(8.0, [0.1, -0.1, 0.2], f), rec(8.0, [0.1, 0.1, 0.2], f),
+            rec(12.0, [0.1, 0.2, 0.3], f), {"m": 1, "d": 400, "t1": 100, "delta": 12.0, "push": [0.1]}]
+    r = np.array([0, -0.1, 0.1, 0.2])
+    fa = np.array([0.02] + f)
+    assert learned_at(r, fa, 1) and learned_at(r, fa, 2) and not learned_at(r, fa, 4)
+    assert not learned_at(r, fa, None) and learned_at(r + 0.2, fa, None)
     lines = even_parts(runs)                          # the record without a mirror is left out
-    assert lines[2] == "| 1 | 400 | 100 | 4 | 2 | 0.02 | -0.15 | 2 | 0 | 1 |"
-    assert lines[3] == "| 1 | 400 | 100 | 8 | 2 | 0.02 | 0 | 0 | 1 | 2 |"
+    assert lines[2] == "| 1 | 400 | 100 | 4 | 2 | 0.02 | -0.15 | 2 | 1 | 0 |"
+    assert lines[3] == "| 1 | 400 | 100 | 8 | 2 | 0.02 | 0 | 0 | 2 | 1 |"
     assert lines[4] == "| 1 | 400 | 100 | 12 | 1 | 0.02 | 0.1 | 0 | 1 | 1 |"
-    c, se = logistic_crossing([4, 8, 12], [0, 1, 1], [2, 2, 1])
-    cp, sp = logistic_crossing([4, 8, 12], [1, 2, 1], [2, 2, 1])
-    text = [("-" if x is None else f"{x:.1f} +- {y:.1f}") for x, y in ((c, se), (cp, sp))]
-    assert lines[-1] == f"| 1 | 400 | 100 | 5 | {text[0]} | {text[1]} |"
-    assert even_parts([{"push": [0.1]}]) == ["(no profile with a mirror: eqs. (6)-(8) need records made with it)"]
+    counts = {1: [1, 2, 1], 2: [1, 2, 1], 4: [0, 1, 1], 16: [0, 1, 1], None: [0, 1, 1]}
+    text = []
+    for ratio in (1, 2, 4, 16, None):
+        c, se = logistic_crossing([4, 8, 12], counts[ratio], [2, 2, 1])
+        text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
+    assert lines[-1] == "| 1 | 400 | 100 | 5 | " + " | ".join(text) + " |"
+    assert even_parts([{"push": [0.1]}]) == ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]

@@ -40,6 +40,15 @@ sign) p_- = -m dR(Theta_-(h)) / dh as in eq. (2).  With the force gone, as at d 
 
     learned_even = r > 0 on the whole grid (r(0) = 0 left out).                                          (8)
 
+Between d and d = inf, a profile at d is read at d' > d with its even part kept and its odd part scaled as the
+force, by n^-1/2 (n = delta d):
+
+    learned(d') = r + sqrt(d / d') f > 0 on the whole grid,                                              (9)
+
+learned_prof at d' = d (r + f = p), learned_even at d' = inf.  It assumes r's mean does not depend on d (r's own
+O(n^-1/2) fluctuation is kept at d's size, not reduced) and the odd part's higher terms scale as the force does;
+the released crossings measured at d' (release_check) are its check.
+
 The approximations: the complement relaxes faster than the hard component moves (GD's release is not slow: its
 complement's slowest modes, 1 / (eta lambda_min) ~ 10^3 steps, are as slow as the escape), the release's random
 start is left out (release_check ``--start-scale 0`` changes no outcome, section 12g), and the branch followed is
@@ -80,6 +89,8 @@ from validation.simulate import gd_direction, run_gd
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
 POINTS = 25        # grid of q from Q_LOW to 1/2, log-spaced
 Q_LOW = 1e-4
+SCALES = (1, 2, 4, 16, None)                       # d' / d of eq. (9); None: d' = inf
+SCALE_NAMES = ("d", "2d", "4d", "16d", "inf")
 
 
 class Landscape:
@@ -249,38 +260,41 @@ def summary(predicted: list, released: list) -> list[str]:
     return lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted)
 
 
+def learned_at(r, f, ratio: float | None) -> bool:
+    """Eq. (9): learned at d' = ratio x d by a profile at d (r, f of eq. (7)); ratio None: d' = inf (eq. (8))."""
+    s = 0.0 if ratio is None else ratio ** -0.5
+    return bool(np.all(r[1:] + s * f[1:] > 0))
+
+
 def even_parts(predicted: list) -> list[str]:
-    """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(8)): the force |F| = f(0) and
+    """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(9)): the force |F| = f(0) and
     the restoring push's least value on the grid, q > 0 (medians over the runs), the runs with r < 0 at the grid's
-    first q (restoring at the start) and those with r > 0 on the whole grid (learned_even, eq. (8)); then per width,
-    d and t1 the logistic crossing (release_check eq. (3)) of learned_even and of learned_prof over the same runs."""
+    first q (restoring at the start), learned_prof and learned_even (eq. (8)); then per width, d and t1 the logistic
+    crossings (release_check eq. (3)) of eq. (9) at d' = d (learned_prof), 2d, 4d, 16d and inf (learned_even)."""
     cells = {}
     for p in predicted:
         split = parts(p)
         if split is not None:
-            cells.setdefault((p["m"], p["d"], p["t1"]), {}).setdefault(p["delta"], []).append((p, *split))
+            cells.setdefault((p["m"], p["d"], p["t1"]), {}).setdefault(p["delta"], []).append(split)
     if not cells:
-        return ["(no profile with a mirror: eqs. (6)-(8) need records made with it)"]
-    lines = ["| m | d | t1 | delta | runs | f(0) | min r | r < 0 first | learned_even | learned_prof |",
+        return ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]
+    lines = ["| m | d | t1 | delta | runs | f(0) | min r | r < 0 first | learned_prof | learned_even |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    crossing_lines = ["| m | d | t1 | runs | crossing, learned_even (s.e.) | crossing, learned_prof (s.e.) |",
-                      "|---|---|---|---|---|---|"]
+    crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES) + " |",
+                      "|---|---|---|---|" + "---|" * len(SCALES)]
     for (m, d, t1), by_delta in sorted(cells.items()):
-        even, prof = [], []
+        learned = {ratio: [] for ratio in SCALES}
         for delta, runs in sorted(by_delta.items()):
-            n_runs = len(runs)
-            first = [bool(r[1] < 0) for _, r, _ in runs]                  # at the grid's first q
-            learned_even = [bool(np.all(r[1:] > 0)) for _, r, _ in runs]
-            even += [{"delta": delta, "learned": x} for x in learned_even]
-            prof += [{"delta": delta, "learned": p["learned"]} for p, _, _ in runs]
-            lines.append(f"| {m} | {d} | {t1} | {delta:g} | {n_runs} | {np.median([f[0] for _, _, f in runs]):.3g} | "
-                         f"{np.median([r[1:].min() for _, r, _ in runs]):.3g} | {sum(first)} | {sum(learned_even)} | "
-                         f"{sum(p['learned'] for p, _, _ in runs)} |")
+            for ratio in SCALES:
+                learned[ratio] += [{"delta": delta, "learned": learned_at(r, f, ratio)} for r, f in runs]
+            lines.append(f"| {m} | {d} | {t1} | {delta:g} | {len(runs)} | {np.median([f[0] for _, f in runs]):.3g} | "
+                         f"{np.median([r[1:].min() for r, _ in runs]):.3g} | {sum(bool(r[1] < 0) for r, _ in runs)} | "
+                         f"{sum(learned_at(r, f, 1) for r, f in runs)} | {sum(learned_at(r, f, None) for r, f in runs)} |")
         text = []
-        for rows in (even, prof):
-            c, se = released_crossing(rows)
+        for ratio in SCALES:
+            c, se = released_crossing(learned[ratio])
             text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
-        crossing_lines.append(f"| {m} | {d} | {t1} | {len(even)} | {text[0]} | {text[1]} |")
+        crossing_lines.append(f"| {m} | {d} | {t1} | {len(learned[1])} | " + " | ".join(text) + " |")
     return lines + [""] + crossing_lines
 
 
