@@ -197,3 +197,26 @@ def test_the_even_parts_table_counts_and_crosses_eq_9_at_each_d():
         text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
     assert lines[-1] == "| 1 | 400 | 100 | 5 | " + " | ".join(text) + " |"
     assert even_parts([{"push": [0.1]}]) == ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]
+
+
+def test_the_restoring_push_starts_as_minus_the_schur_complement_of_the_dense_hessian():
+    # eq. (7) at small h: r = -m Phi_even'(h) = -S h + O(h^3), S = H_EE - H_EC H_CC^-1 H_CE the Schur complement of
+    # m x the Hessian of R (validation.simulate's dense_hessian) at the relaxed Theta(0) in the hard coordinate, at
+    # m = 1 (E = +- e_0): the profile's curvature is the settled Hessian's hard verdict
+    from validation.profile_check import parts
+    from validation.simulate import dense_hessian, hessian_weights
+
+    land, theta1 = _landscape(1)
+    theta0 = land.relax(theta1)[0]
+    H = dense_hessian(land.X, hessian_weights(land.y, land.X @ theta0, "gelu", a=land.a, b=land.b))
+    S = H[0, 0] - H[0, 1:] @ np.linalg.solve(H[1:, 1:], H[1:, 0])
+    assert np.linalg.eigvalsh(H[1:, 1:]).min() > 0                               # a minimum over the complement
+    rows = profile(land, theta1, [1e-6, 1e-5, 1e-4])
+    r, _ = parts(rows)
+    h = np.asarray(rows["h"][1:])
+    slopes = -r[1:] / h
+    assert abs(S) > 0.01 and slopes[0] == pytest.approx(S, rel=1e-3)
+    # r is odd in h (the even part's derivative), so the slope's error is O(h^2): from q = 1e-5 to 1e-4 it grows
+    # tenfold, as h^2, where an h^2 term in r (an odd term of the loss left over) would make it grow 3.2-fold, as h
+    growth = (slopes[2] - S) / (slopes[1] - S) / (h[2] / h[1]) ** 2
+    assert 0.8 < growth < 1.25
