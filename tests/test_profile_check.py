@@ -220,3 +220,38 @@ def test_the_restoring_push_starts_as_minus_the_schur_complement_of_the_dense_he
     # tenfold, as h^2, where an h^2 term in r (an odd term of the loss left over) would make it grow 3.2-fold, as h
     growth = (slopes[2] - S) / (slopes[1] - S) / (h[2] / h[1]) ** 2
     assert 0.8 < growth < 1.25
+
+
+def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
+    import validation.profile_check as pc
+    from thresholds.crossing import logistic_crossing
+    from thresholds.nn import Crossing
+
+    def prof(delta, r, f):
+        return {"m": 1, "d": 400, "t1": 100, "delta": delta, "push": [0.02] + [a + b for a, b in zip(r, f)],
+                "push_mirror": [-0.02] + [a - b for a, b in zip(r, f)]}
+
+    def rel(m, d, delta, seed, learned, t1=100):
+        return {"m": m, "d": d, "delta": delta, "seed": seed, "t1": t1, "steps": 300, "scale": 1.0,
+                "learned": learned}
+
+    predicted = [prof(4.0, [-0.1, -0.2], [0.15, 0.15]), prof(8.0, [0.1, -0.05], [0.1, 0.1]),
+                 prof(12.0, [0.1, 0.2], [0.0, 0.0])]
+    released = ([rel(1, 800, x, s, v) for x, vs in {4.0: [0, 0], 8.0: [1, 0], 12.0: [1, 1]}.items()
+                 for s, v in enumerate(vs)] + [rel(1, 800, 4.0, 9, True, t1=50)])     # another t1: left out
+    seen = {}
+    monkeypatch.setattr("thresholds.plots.scaled_profile_figure",
+                        lambda path, profiles, measured, limits, title="": seen.update(
+                            profiles=profiles, measured=measured, limits=limits))
+    monkeypatch.setattr(pc, "thresholds_by_step",
+                        lambda lines, D: [(100, Crossing(9.0, 8.0, 10.0, True)), (200, Crossing(*lines[0], True))])
+    pc.figure(tmp_path / "f.png", predicted, released, {1: [(11.0, 10.0, 12.0)]}, 400)
+    assert seen["profiles"] == {(1, 400): [(d, c, se) for d, (_, c, se) in
+                                           zip((400, 800, 1600, 6400, None), pc.scaled_crossings(predicted)[(1, 400, 100)])]}
+    assert seen["measured"] == {1: [(800, *logistic_crossing([4, 8, 12], [0, 1, 2], [2, 2, 2]))]}
+    assert seen["limits"] == {1: (11.0, 10.0, 12.0)}                   # the last checkpoint
+    monkeypatch.undo()
+    pc.figure(tmp_path / "f.png", predicted, released, {}, 400)        # rendered for real
+    assert (tmp_path / "f.png").stat().st_size > 10000
+    res = CliRunner().invoke(main, ["--plot", str(tmp_path / "g.png"), "--out", str(tmp_path / "p.jsonl")])
+    assert res.exit_code != 0 and "--summary" in res.output and "Traceback" not in res.output

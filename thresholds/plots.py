@@ -398,3 +398,43 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title="", released
     if title:
         fig.suptitle(title, fontsize=10)
     save_figure(plt, fig, path)
+
+
+def scaled_profile_figure(path, profiles, released, limits, *, title=""):
+    """The crossing against d: ``profiles`` = {(m, d): [(d', value, s.e.)]} (a profile at d read at d' >= d, d' None
+    for d = inf: open circles joined by a dashed line, one colour per width), ``released`` = {m: [(d, value, s.e.)]}
+    (GD's measured crossings, filled squares joined by a solid line) and ``limits`` = {m: (value, low, high)} (the
+    d = inf law's delta_NN, a diamond with its interval); d = inf sits at a tick of its own right of the largest d."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(9, 4.8))
+    finite = [x for rows in profiles.values() for x, *_ in rows if x is not None]
+    finite += [x for rows in released.values() for x, *_ in rows]
+    inf_x = 4 * max(finite) if finite else 1.0
+    widths = sorted({m for m, _ in profiles} | set(released) | set(limits))
+    color = {m: f"C{k}" for k, m in enumerate(widths)}
+    shift = {m: 1 + 0.025 * (k - (len(widths) - 1) / 2) for k, m in enumerate(widths)}   # equal values stay apart
+    marker = {d: "o^vpho"[k % 6] for k, d in enumerate(sorted({d for _, d in profiles}))}
+    for (m, d), rows in sorted(profiles.items()):
+        kept = [((inf_x if x is None else x) * shift[m], v, e) for x, v, e in rows if v is not None]
+        if kept:
+            x, v, e = zip(*kept)
+            ax.errorbar(x, v, yerr=e, fmt=marker[d] + "--", color=color[m], mfc="white", capsize=3, alpha=0.8,
+                        label=f"m = {m}: profiles at d = {d}, eq. (9) at d' >= d")
+    for m, rows in sorted(released.items()):
+        x, v, e = zip(*sorted(rows))
+        ax.errorbar(np.array(x) * shift[m], v, yerr=e, fmt="s-", color=color[m], capsize=3,
+                    label=f"m = {m}: GD released")
+    for m, (value, low, high) in sorted(limits.items()):
+        upper = high - value if np.isfinite(high) else 0.0
+        ax.errorbar([inf_x * 1.08 * shift[m]], [value], yerr=[[value - low], [upper]], fmt="D", color=color[m], capsize=4,
+                    label=f"m = {m}: d = inf law, delta_NN = {value:.2f}")
+    ax.set_xscale("log")
+    ticks = sorted(set(finite))
+    ax.set_xticks(ticks + [inf_x])
+    ax.set_xticklabels([f"{t:g}" for t in ticks] + ["inf"])
+    ax.minorticks_off()
+    ax.set_xlabel("d (d' for the profiles)")
+    ax.set_ylabel("delta_1/2")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    save_figure(plt, fig, path)

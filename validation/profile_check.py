@@ -66,7 +66,8 @@ learned m = 2 runs at d = 400 stall.
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
           --t1 10000 --steps 30000 --out P.jsonl
-      python -m validation.profile_check --summary P.jsonl --releases release_gelu_t10000.jsonl
+      python -m validation.profile_check --summary P.jsonl --releases release_gelu_t10000.jsonl \\
+          [--plot F.png --settle 1=S1.jsonl]   (eq. (9)'s crossings against d' beside GD's and the d = inf law's)
 """
 
 from __future__ import annotations
@@ -83,8 +84,10 @@ from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
 from validation.release_check import (LEARNED, _read, beside_releases, final_q, grid, release_options,
                                       released_crossing, run_grid, run_key)
+from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
+from validation.width_horizon import SETTLE_KEYS, read_records, settle_spec
 
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
 POINTS = 25        # grid of q from Q_LOW to 1/2, log-spaced
@@ -266,35 +269,49 @@ def learned_at(r, f, ratio: float | None) -> bool:
     return bool(np.all(r[1:] + s * f[1:] > 0))
 
 
-def even_parts(predicted: list) -> list[str]:
-    """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(9)): the force |F| = f(0) and
-    the restoring push's least value on the grid, q > 0 (medians over the runs), the runs with r < 0 at the grid's
-    first q (restoring at the start), learned_prof and learned_even (eq. (8)); then per width, d and t1 the logistic
-    crossings (release_check eq. (3)) of eq. (9) at d' = d (learned_prof), 2d, 4d, 16d and inf (learned_even)."""
+def _mirror_cells(predicted: list) -> dict:
+    """{(m, d, t1): {delta: [(r, f)]}} of the profiles with a mirror (eq. (7))."""
     cells = {}
     for p in predicted:
         split = parts(p)
         if split is not None:
             cells.setdefault((p["m"], p["d"], p["t1"]), {}).setdefault(p["delta"], []).append(split)
+    return cells
+
+
+def scaled_crossings(predicted: list) -> dict:
+    """{(m, d, t1): [(ratio, crossing, s.e.)] over SCALES}: the logistic crossing (release_check eq. (3)) of eq. (9)
+    read at d' = ratio x d (ratio None: d' = inf, eq. (8)) on the profiles with a mirror; crossing and s.e. None
+    where the fractions do not bracket 1/2."""
+    out = {}
+    for key, by_delta in sorted(_mirror_cells(predicted).items()):
+        out[key] = [(ratio, *released_crossing([{"delta": delta, "learned": learned_at(r, f, ratio)}
+                                                for delta, runs in by_delta.items() for r, f in runs]))
+                    for ratio in SCALES]
+    return out
+
+
+def even_parts(predicted: list) -> list[str]:
+    """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(9)): the force |F| = f(0) and
+    the restoring push's least value on the grid, q > 0 (medians over the runs), the runs with r < 0 at the grid's
+    first q (restoring at the start), learned_prof and learned_even (eq. (8)); then per width, d and t1 the logistic
+    crossings (release_check eq. (3)) of eq. (9) at d' = d (learned_prof), 2d, 4d, 16d and inf (learned_even)."""
+    cells = _mirror_cells(predicted)
     if not cells:
         return ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]
     lines = ["| m | d | t1 | delta | runs | f(0) | min r | r < 0 first | learned_prof | learned_even |",
              "|---|---|---|---|---|---|---|---|---|---|"]
-    crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES) + " |",
-                      "|---|---|---|---|" + "---|" * len(SCALES)]
     for (m, d, t1), by_delta in sorted(cells.items()):
-        learned = {ratio: [] for ratio in SCALES}
         for delta, runs in sorted(by_delta.items()):
-            for ratio in SCALES:
-                learned[ratio] += [{"delta": delta, "learned": learned_at(r, f, ratio)} for r, f in runs]
             lines.append(f"| {m} | {d} | {t1} | {delta:g} | {len(runs)} | {np.median([f[0] for _, f in runs]):.3g} | "
                          f"{np.median([r[1:].min() for r, _ in runs]):.3g} | {sum(bool(r[1] < 0) for r, _ in runs)} | "
                          f"{sum(learned_at(r, f, 1) for r, f in runs)} | {sum(learned_at(r, f, None) for r, f in runs)} |")
-        text = []
-        for ratio in SCALES:
-            c, se = released_crossing(learned[ratio])
-            text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
-        crossing_lines.append(f"| {m} | {d} | {t1} | {len(learned[1])} | " + " | ".join(text) + " |")
+    crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES) + " |",
+                      "|---|---|---|---|" + "---|" * len(SCALES)]
+    for (m, d, t1), values in scaled_crossings(predicted).items():
+        runs = sum(len(v) for v in cells[(m, d, t1)].values())
+        text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in values]
+        crossing_lines.append(f"| {m} | {d} | {t1} | {runs} | " + " | ".join(text) + " |")
     return lines + [""] + crossing_lines
 
 
@@ -317,16 +334,57 @@ def crossings(predicted: list, released: list) -> list[str]:
     return lines
 
 
+def figure(path, predicted: list, released: list, settle_files: dict, D: int, title: str = ""):
+    """PNG (thresholds.plots.scaled_profile_figure): eq. (9)'s crossings of each (m, d) cell of the profiles at d'
+    >= d, GD's released crossings per (m, d) (release_check records released at the profiles' t1 with the random
+    start, eq. (3)), and per width the d = inf law's delta_NN at the last checkpoint of a validation.settle file
+    (settle eq. (1) on data sets of n = delta D)."""
+    from thresholds.plots import scaled_profile_figure
+    t1s = {p["t1"] for p in predicted}
+    profiles = {(m, d): [(None if ratio is None else ratio * d, c, se) for ratio, c, se in values]
+                for (m, d, t1), values in scaled_crossings(predicted).items()}
+    cells = {}
+    for r in released:
+        if r["t1"] in t1s and r.get("scale", 1.0) == 1.0:
+            cells.setdefault((r["m"], r["d"]), []).append(r)
+    measured = {}
+    for (m, d), rows in sorted(cells.items()):
+        c, se = released_crossing(rows)
+        if c is not None:
+            measured.setdefault(m, []).append((d, c, se))
+    limits = {}
+    for m, lines in settle_files.items():
+        steps = thresholds_by_step(lines, D)
+        if steps and steps[-1][1].found:
+            limits[m] = (steps[-1][1].value, steps[-1][1].low, steps[-1][1].high)
+    scaled_profile_figure(path, profiles, measured, limits, title=title)
+
+
 @click.command()
 @release_options(widths="1", seeds="0", t1=10000, what="profile")
 @click.option("--releases", "release_files", multiple=True, type=click.Path(dir_okay=False),
               help="validation.release_check records to set beside the profiles of --summary")
 @click.option("--points", type=click.IntRange(min=2), default=POINTS, show_default=True,
               help="grid points of q from 1e-4 to 1/2")
-def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files, points):
+@click.option("--plot", type=click.Path(dir_okay=False),
+              help="with --summary: PNG of eq. (9)'s crossings against d', GD's released ones and --settle's d = inf")
+@click.option("--settle", "settle_specs", multiple=True,
+              help="with --plot: M=FILE, a validation.settle file of width M (its delta_NN at the last checkpoint)")
+@click.option("--edge-d", "D", type=click.IntRange(min=1), default=400, show_default=True,
+              help="the cut of settle eq. (1) for --settle: data sets of n = delta D")
+def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files, points,
+         plot, settle_specs, D):
     if summary_files:
-        print("\n".join(summary(_read(summary_files), _read(release_files))))
+        predicted, released = _read(summary_files), _read(release_files)
+        print("\n".join(summary(predicted, released)))
+        if plot:
+            settle = {m: read_records(path, SETTLE_KEYS, "validation.settle")
+                      for m, path in map(settle_spec, settle_specs)}
+            figure(plot, predicted, released, settle, D)
+            print(plot)
         return
+    if plot or settle_specs:
+        raise click.UsageError("--plot and --settle go with --summary")
     run_grid(out, lambda *args: run_one(*args, points=points),
              lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_stall "
              f"{'-' if rec['stall'] is None else format(rec['stall'], '.3g')} ({rec['seconds']:.0f} s)",

@@ -99,7 +99,7 @@ def table(widths: list[WidthHorizon], D: int, rule: str = "weighted", t1: int = 
     return lines
 
 
-def _settle_spec(text: str) -> tuple[int, Path]:
+def settle_spec(text: str) -> tuple[int, Path]:
     m, sep, path = text.partition("=")
     if not sep or not m.strip().isdigit() or int(m) < 1 or not path:
         raise click.BadParameter(f"{text!r}: expected M=FILE with M a width >= 1", param_hint="--settle")
@@ -111,7 +111,7 @@ SETTLED_KEYS = ("m", "d", "delta", "eta", "period_two", "points")
 RELEASED_KEYS = ("m", "d", "delta", "t1", "learned")
 
 
-def _read(path: Path, keys: tuple, kind: str) -> list:
+def read_records(path: Path, keys: tuple, kind: str) -> list:
     """The records of ``path``, each a dict with ``keys``; a one-line click error otherwise."""
     rows = read_file(path)
     bad = next((k for k, r in enumerate(rows, 1) if not isinstance(r, dict) or any(key not in r for key in keys)), None)
@@ -135,12 +135,13 @@ def _read(path: Path, keys: tuple, kind: str) -> list:
               help="the release step of the --released records taken")
 @click.option("--title", default="")
 def main(settle_specs, settled, D, out, markdown, rule, released, t1, title):
-    specs = [_settle_spec(s) for s in settle_specs]
+    specs = [settle_spec(s) for s in settle_specs]
     if len({m for m, _ in specs}) < len(specs):
         raise click.ClickException("--settle: one file per width")
-    settle_lines = {m: _read(p, SETTLE_KEYS, "validation.settle") for m, p in specs}
-    rows = [r for p in settled.split(",") if p for r in _read(Path(p), SETTLED_KEYS, "validation.settled_hessian")]
-    released_rows = [r for p in released.split(",") if p for r in _read(Path(p), RELEASED_KEYS,
+    settle_lines = {m: read_records(p, SETTLE_KEYS, "validation.settle") for m, p in specs}
+    rows = [r for p in settled.split(",") if p
+            for r in read_records(Path(p), SETTLED_KEYS, "validation.settled_hessian")]
+    released_rows = [r for p in released.split(",") if p for r in read_records(Path(p), RELEASED_KEYS,
                                                                             "validation.release_check")]
     try:
         widths = gather(settle_lines, rows, D, rule, released_rows, t1)
