@@ -246,8 +246,8 @@ def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
     monkeypatch.setattr(pc, "thresholds_by_step",
                         lambda lines, D: [(100, Crossing(9.0, 8.0, 10.0, True)), (200, Crossing(*lines[0], True))])
     pc.figure(tmp_path / "f.png", predicted, released, {1: [(11.0, 10.0, 12.0)]}, 400)
-    assert seen["profiles"] == {(1, 400): [(d, c, se) for d, (_, c, se) in
-                                           zip((400, 800, 1600, 6400, None), pc.scaled_crossings(predicted)[(1, 400, 100)])]}
+    scaled = pc.scaled_crossings(predicted)[(1, 400, 100)]
+    assert seen["profiles"] == {(1, 400): [(d, c, se) for d, (_, c, se) in zip((400, 800, 1600, 6400, None), scaled)]}
     assert seen["measured"] == {1: [(800, *logistic_crossing([4, 8, 12], [0, 1, 2], [2, 2, 2]))]}
     assert seen["limits"] == {1: (11.0, 10.0, 12.0)}                   # the last checkpoint
     monkeypatch.undo()

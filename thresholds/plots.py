@@ -426,7 +426,8 @@ def scaled_profile_figure(path, profiles, released, limits, *, title=""):
                     label=f"m = {m}: GD released")
     for m, (value, low, high) in sorted(limits.items()):
         upper = high - value if np.isfinite(high) else 0.0
-        ax.errorbar([inf_x * 1.08 * shift[m]], [value], yerr=[[value - low], [upper]], fmt="D", color=color[m], capsize=4,
+        ax.errorbar([inf_x * 1.08 * shift[m]], [value], yerr=[[value - low], [upper]], fmt="D", color=color[m],
+                    capsize=4,
                     label=f"m = {m}: d = inf law, delta_NN = {value:.2f}")
     ax.set_xscale("log")
     ticks = sorted(set(finite))

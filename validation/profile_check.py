@@ -49,6 +49,18 @@ learned_prof at d' = d (r + f = p), learned_even at d' = inf.  It assumes r's me
 O(n^-1/2) fluctuation is kept at d's size, not reduced) and the odd part's higher terms scale as the force does;
 the released crossings measured at d' (release_check) are its check.
 
+The start of r is the Hessian at the relaxed first phase.  With H = m Hess R at Theta(0) and the hard coordinate
+clamped (m = 1: a scalar), r(h) = -S h + O(h^2), S = H_hh - H_hc H_cc^+ H_ch the Schur complement of the
+complement's block (tests: rel. 1e-3 at q = 1e-6 against the dense Hessian, the error O(h^2)).  Theta(0) minimizes
+R over the complement, so H_cc >= 0 and, by the additivity of inertia (Haynsworth), S < 0 iff H has a negative
+eigenvalue, whose direction then has a hard part:
+
+    r > 0 at small h  <=>  the relaxed first phase has a negative hard direction,                      (10)
+
+the finite-d form of the d = inf indicator (thresholds.hessian eq. (4)), which changes sign at delta_NN.  r > 0 on
+the whole grid (eq. (8)) asks more: at finite d a negative direction below the crossing may rest on a few samples
+and end within the grid (r < 0 again at q ~ 10^-3 - 10^-2).
+
 The approximations: the complement relaxes faster than the hard component moves (GD's release is not slow: its
 complement's slowest modes, 1 / (eta lambda_min) ~ 10^3 steps, are as slow as the escape), the release's random
 start is left out (release_check ``--start-scale 0`` changes no outcome, section 12g), and the branch followed is
