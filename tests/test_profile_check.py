@@ -195,6 +195,8 @@ def test_the_even_parts_table_counts_and_crosses_eq_9_at_each_d():
     for ratio in (1, 2, 4, 16, None):
         c, se = logistic_crossing([4, 8, 12], counts[ratio], [2, 2, 1])
         text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
+    c, se = logistic_crossing([4, 8, 12], [0, 2, 1], [2, 2, 1])          # r > 0 at the first q: eq. (10)
+    text.append(f"{c:.1f} +- {se:.1f}")
     assert lines[-1] == "| 1 | 400 | 100 | 5 | " + " | ".join(text) + " |"
     assert even_parts([{"push": [0.1]}]) == ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]
 

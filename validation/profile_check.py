@@ -307,7 +307,8 @@ def even_parts(predicted: list) -> list[str]:
     """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(9)): the force |F| = f(0) and
     the restoring push's least value on the grid, q > 0 (medians over the runs), the runs with r < 0 at the grid's
     first q (restoring at the start), learned_prof and learned_even (eq. (8)); then per width, d and t1 the logistic
-    crossings (release_check eq. (3)) of eq. (9) at d' = d (learned_prof), 2d, 4d, 16d and inf (learned_even)."""
+    crossings (release_check eq. (3)) of eq. (9) at d' = d (learned_prof), 2d, 4d, 16d and inf (learned_even), and of
+    r > 0 at the grid's first q (eq. (10): a negative hard direction at the relaxed first phase)."""
     cells = _mirror_cells(predicted)
     if not cells:
         return ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]
@@ -318,11 +319,14 @@ def even_parts(predicted: list) -> list[str]:
             lines.append(f"| {m} | {d} | {t1} | {delta:g} | {len(runs)} | {np.median([f[0] for _, f in runs]):.3g} | "
                          f"{np.median([r[1:].min() for r, _ in runs]):.3g} | {sum(bool(r[1] < 0) for r, _ in runs)} | "
                          f"{sum(learned_at(r, f, 1) for r, f in runs)} | {sum(learned_at(r, f, None) for r, f in runs)} |")
-    crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES) + " |",
-                      "|---|---|---|---|" + "---|" * len(SCALES)]
+    crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES)
+                      + " | crossing of r > 0 at the first q (eq. (10)) |", "|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
     for (m, d, t1), values in scaled_crossings(predicted).items():
-        runs = sum(len(v) for v in cells[(m, d, t1)].values())
-        text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in values]
+        by_delta = cells[(m, d, t1)]
+        runs = sum(len(v) for v in by_delta.values())
+        start = released_crossing([{"delta": delta, "learned": bool(r[1] > 0)}
+                                   for delta, split in by_delta.items() for r, _ in split])
+        text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in values + [(None, *start)]]
         crossing_lines.append(f"| {m} | {d} | {t1} | {runs} | " + " | ".join(text) + " |")
     return lines + [""] + crossing_lines
 
