@@ -74,7 +74,12 @@ meets GD's release in 81 of 89 runs (m = 1, 2, 4; d = 400-1600), and where GD do
 (|min p| < 10^-3), where GD, not quasi-static, passes a shallow zero or does not climb a shallow rise.  At m >= 2 the
 relaxed hard part turns from the force's direction into an antisymmetric pair of neurons ((sum_j E_j)^2 / m <= 0.017
 at the end of every profile), the even, g^2-shaped combination; with E clamped along the force three of the five
-learned m = 2 runs at d = 400 stall.
+learned m = 2 runs at d = 400 stall.  Split by the mirror (section 12k): learned_even (eq. (8)) crosses at 26.0 +-
+1.2 / 24.7 +- 1.6 / [20, 24] at d = 400 / 800 / 1600 (m = 1), onto the d = inf law's delta_NN 21.35 [18.76, 23.93],
+and above m = 1's at m = 2 (no crossing up to 36 at d = 400, [28, 32] on one run at d = 800; d = inf 28.49), while
+learned_prof crosses at 14.2 / 14.0: the force alone puts GD's finite-d thresholds low and carries the width's
+lowering of them.  Eq. (9) meets GD's released crossing at d' = 2d and is high at 4d (1.7 and 2.8 s.e. at m = 1, 2):
+r is shallower at d = 800 than at 400 at every delta, against the assumption that its mean does not move with d.
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
           --t1 10000 --steps 30000 --out P.jsonl
