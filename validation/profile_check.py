@@ -76,7 +76,8 @@ relaxed hard part turns from the force's direction into an antisymmetric pair of
 at the end of every profile), the even, g^2-shaped combination; with E clamped along the force three of the five
 learned m = 2 runs at d = 400 stall.  Split by the mirror (section 12k): learned_even (eq. (8)) crosses at 26.0 +-
 1.2 / 24.7 +- 1.6 / [20, 24] at d = 400 / 800 / 1600 (m = 1), onto the d = inf law's delta_NN 21.35 [18.76, 23.93],
-and above m = 1's at m = 2 (no crossing up to 36 at d = 400, [28, 32] on one run at d = 800; d = inf 28.49), while
+and above m = 1's at m = 2 (no crossing up to 36 at d = 400 nor up to 32 at d = 800; d = inf 28.49; m = 4 at d = 400:
+26.6 +- 2.1, below its d = inf 34.5), while
 learned_prof crosses at 14.2 / 14.0: the force alone puts GD's finite-d thresholds low and carries the width's
 lowering of them.  Eq. (9) meets GD's released crossing at d' = 2d and is high at 4d (1.7 and 2.8 s.e. at m = 1, 2):
 r is shallower at d = 800 than at 400 at every delta, against the assumption that its mean does not move with d.
