@@ -427,8 +427,7 @@ def scaled_profile_figure(path, profiles, released, limits, *, title=""):
     for m, (value, low, high) in sorted(limits.items()):
         upper = high - value if np.isfinite(high) else 0.0
         ax.errorbar([inf_x * 1.08 * shift[m]], [value], yerr=[[value - low], [upper]], fmt="D", color=color[m],
-                    capsize=4,
-                    label=f"m = {m}: d = inf law, delta_NN = {value:.2f}")
+                    capsize=4, label=f"m = {m}: d = inf law, delta_NN = {value:.2f}")
     ax.set_xscale("log")
     ticks = sorted(set(finite))
     ax.set_xticks(ticks + [inf_x])

@@ -105,7 +105,7 @@ from validation.release_check import (LEARNED, _read, beside_releases, final_q, 
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
-from validation.width_horizon import SETTLE_KEYS, read_records, settle_spec
+from validation.width_horizon import read_settle
 
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
 POINTS = 25        # grid of q from Q_LOW to 1/2, log-spaced
@@ -400,9 +400,7 @@ def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, 
         predicted, released = _read(summary_files), _read(release_files)
         print("\n".join(summary(predicted, released)))
         if plot:
-            settle = {m: read_records(path, SETTLE_KEYS, "validation.settle")
-                      for m, path in map(settle_spec, settle_specs)}
-            figure(plot, predicted, released, settle, D)
+            figure(plot, predicted, released, read_settle(settle_specs), D)
             print(plot)
         return
     if plot or settle_specs:

@@ -120,6 +120,14 @@ def read_records(path: Path, keys: tuple, kind: str) -> list:
     return rows
 
 
+def read_settle(specs) -> dict:
+    """{m: the lines of its validation.settle file} from ``--settle`` M=FILE texts; one file per width."""
+    pairs = [settle_spec(text) for text in specs]
+    if len({m for m, _ in pairs}) < len(pairs):
+        raise click.ClickException("--settle: one file per width")
+    return {m: read_records(path, SETTLE_KEYS, "validation.settle") for m, path in pairs}
+
+
 @click.command()
 @click.option("--settle", "settle_specs", multiple=True, help="M=FILE: a validation.settle file of width M")
 @click.option("--settled", default="", help="validation.settled_hessian records, comma-separated")
@@ -135,10 +143,7 @@ def read_records(path: Path, keys: tuple, kind: str) -> list:
               help="the release step of the --released records taken")
 @click.option("--title", default="")
 def main(settle_specs, settled, D, out, markdown, rule, released, t1, title):
-    specs = [settle_spec(s) for s in settle_specs]
-    if len({m for m, _ in specs}) < len(specs):
-        raise click.ClickException("--settle: one file per width")
-    settle_lines = {m: read_records(p, SETTLE_KEYS, "validation.settle") for m, p in specs}
+    settle_lines = read_settle(settle_specs)
     rows = [r for p in settled.split(",") if p
             for r in read_records(Path(p), SETTLED_KEYS, "validation.settled_hessian")]
     released_rows = [r for p in released.split(",") if p for r in read_records(Path(p), RELEASED_KEYS,
