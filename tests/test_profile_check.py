@@ -176,7 +176,8 @@ def test_the_even_parts_table_counts_and_crosses_eq_9_at_each_d():
     def rec(delta, r, f, f0=0.02):
         # p = r + f, p_- = r - f (eq. (7)); r(0) = 0, f(0) = f0
         return {"m": 1, "d": 400, "t1": 100, "delta": delta, "push": [f0] + [a + b for a, b in zip(r, f)],
-                "push_mirror": [-f0] + [a - b for a, b in zip(r, f)]}
+                "push_mirror": [-f0] + [a - b for a, b in zip(r, f)],
+                "q": [0.0] + [10.0 ** (k - 3) for k in range(len(r))]}
 
     f = [0.15, 0.15, 0.15]
     runs = [rec(4.0, [-0.1, -0.2, 0.1], f), rec(4.0, [-0.1, 0.1, 0.2], f),    # eq. (9): learned down to d' = 2d
@@ -231,7 +232,8 @@ def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
 
     def prof(delta, r, f):
         return {"m": 1, "d": 400, "t1": 100, "delta": delta, "push": [0.02] + [a + b for a, b in zip(r, f)],
-                "push_mirror": [-0.02] + [a - b for a, b in zip(r, f)]}
+                "push_mirror": [-0.02] + [a - b for a, b in zip(r, f)],
+                "q": [0.0] + [10.0 ** (k - 3) for k in range(len(r))]}
 
     def rel(m, d, delta, seed, learned, t1=100):
         return {"m": m, "d": d, "delta": delta, "seed": seed, "t1": t1, "steps": 300, "scale": 1.0,
@@ -243,8 +245,8 @@ def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
                  for s, v in enumerate(vs)] + [rel(1, 800, 4.0, 9, True, t1=50)])     # another t1: left out
     seen = {}
     monkeypatch.setattr("thresholds.plots.scaled_profile_figure",
-                        lambda path, profiles, measured, limits, title="": seen.update(
-                            profiles=profiles, measured=measured, limits=limits))
+                        lambda path, profiles, measured, limits, title="", law="": seen.update(
+                            profiles=profiles, measured=measured, limits=limits, law=law))
     monkeypatch.setattr(pc, "thresholds_by_step",
                         lambda lines, D: [(100, Crossing(9.0, 8.0, 10.0, True)), (200, Crossing(*lines[0], True))])
     pc.figure(tmp_path / "f.png", predicted, released, {1: [(11.0, 10.0, 12.0)]}, 400)
@@ -252,6 +254,7 @@ def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
     assert seen["profiles"] == {(1, 400): [(d, c, se) for d, (_, c, se) in zip((400, 800, 1600, 6400, None), scaled)]}
     assert seen["measured"] == {1: [(800, *logistic_crossing([4, 8, 12], [0, 1, 2], [2, 2, 2]))]}
     assert seen["limits"] == {1: (11.0, 10.0, 12.0)}                   # the last checkpoint
+    assert seen["law"] == "eq. (9)"
     monkeypatch.undo()
     pc.figure(tmp_path / "f.png", predicted, released, {}, 400)        # rendered for real
     assert (tmp_path / "f.png").stat().st_size > 10000

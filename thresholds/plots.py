@@ -400,9 +400,10 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title="", released
     save_figure(plt, fig, path)
 
 
-def scaled_profile_figure(path, profiles, released, limits, *, title=""):
-    """The crossing against d: ``profiles`` = {(m, d): [(d', value, s.e.)]} (a profile at d read at d' >= d, d' None
-    for d = inf: open circles joined by a dashed line, one colour per width), ``released`` = {m: [(d, value, s.e.)]}
+def scaled_profile_figure(path, profiles, released, limits, *, title="", law="eq. (9)"):
+    """The crossing against d: ``profiles`` = {(m, d): [(d', value, s.e.)]} (a profile at d read at d' >= d by the
+    ``law`` named in the legend, d' None for d = inf, s.e. None for no bar: open circles joined by a dashed line, one
+    colour per width), ``released`` = {m: [(d, value, s.e.)]}
     (GD's measured crossings, filled squares joined by a solid line) and ``limits`` = {m: (value, low, high)} (the
     d = inf law's delta_NN, a diamond with its interval); d = inf sits at a tick of its own right of the largest d."""
     plt = pyplot()
@@ -415,11 +416,12 @@ def scaled_profile_figure(path, profiles, released, limits, *, title=""):
     shift = {m: 1 + 0.025 * (k - (len(widths) - 1) / 2) for k, m in enumerate(widths)}   # equal values stay apart
     marker = {d: "o^vpho"[k % 6] for k, d in enumerate(sorted({d for _, d in profiles}))}
     for (m, d), rows in sorted(profiles.items()):
-        kept = [((inf_x if x is None else x) * shift[m], v, e) for x, v, e in rows if v is not None]
+        kept = [((inf_x if x is None else x) * shift[m], v, np.nan if e is None else e) for x, v, e in rows
+                if v is not None and np.isfinite(v)]
         if kept:
             x, v, e = zip(*kept)
             ax.errorbar(x, v, yerr=e, fmt=marker[d] + "--", color=color[m], mfc="white", capsize=3, alpha=0.8,
-                        label=f"m = {m}: profiles at d = {d}, eq. (9) at d' >= d")
+                        label=f"m = {m}: profiles at d = {d}, {law} at d' >= d")
     for m, rows in sorted(released.items()):
         x, v, e = zip(*sorted(rows))
         ax.errorbar(np.array(x) * shift[m], v, yerr=e, fmt="s-", color=color[m], capsize=3,

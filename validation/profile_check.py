@@ -105,6 +105,8 @@ from validation.release_check import (LEARNED, _read, beside_releases, final_q, 
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
+from validation.profile_mean import (DEGREE, degree_for, learned_scaled, mean_push, mean_threshold, nominal_grid,
+                                     on_grid, rbar_at)
 from validation.width_horizon import read_settle
 
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
@@ -259,14 +261,14 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
     X, y = run.data
     land = Landscape(np.asarray(X, dtype=float), np.asarray(y, dtype=float), activation, link, setup.a, setup.b, m)
     rows = profile(land, np.asarray(run.theta, dtype=float),
-                   np.logspace(math.log10(Q_LOW), math.log10(LEARNED), points))
+                   nominal_grid(Q_LOW, LEARNED, points))
     q_stall = stall(rows["q"], rows["push"])
     return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T,
             "scale": scale, **rows, "stall": q_stall, "learned": q_stall is None,
             "seconds": time.time() - start}
 
 
-def summary(predicted: list, released: list) -> list[str]:
+def summary(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
     """Markdown: each profile beside the release of the same setup, seed, t1, T and start (release_check records):
     the push at h = 0 and its least value, q_stall against GD's q(T), learned_prof against learned; and the
     counts."""
@@ -278,7 +280,8 @@ def summary(predicted: list, released: list) -> list[str]:
                 *measured]
     lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
                                                   "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
-    return lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted)
+    return (lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted) + [""]
+            + mean_parts(predicted, degree))
 
 
 def learned_at(r, f, ratio: float | None) -> bool:
@@ -288,12 +291,13 @@ def learned_at(r, f, ratio: float | None) -> bool:
 
 
 def _mirror_cells(predicted: list) -> dict:
-    """{(m, d, t1): {delta: [(r, f)]}} of the profiles with a mirror (eq. (7))."""
+    """{(m, d, t1): {delta: [(r, f, q)]}} of the profiles with a mirror (eq. (7)), q the run's own."""
     cells = {}
     for p in predicted:
         split = parts(p)
         if split is not None:
-            cells.setdefault((p["m"], p["d"], p["t1"]), {}).setdefault(p["delta"], []).append(split)
+            cells.setdefault((p["m"], p["d"], p["t1"]), {}).setdefault(p["delta"], []).append(
+                (*split, np.asarray(p["q"], dtype=float)))
     return cells
 
 
@@ -304,7 +308,7 @@ def scaled_crossings(predicted: list) -> dict:
     out = {}
     for key, by_delta in sorted(_mirror_cells(predicted).items()):
         out[key] = [(ratio, *released_crossing([{"delta": delta, "learned": learned_at(r, f, ratio)}
-                                                for delta, runs in by_delta.items() for r, f in runs]))
+                                                for delta, runs in by_delta.items() for r, f, _ in runs]))
                     for ratio in SCALES]
     return out
 
@@ -322,19 +326,59 @@ def even_parts(predicted: list) -> list[str]:
              "|---|---|---|---|---|---|---|---|---|---|"]
     for (m, d, t1), by_delta in sorted(cells.items()):
         for delta, runs in sorted(by_delta.items()):
-            lines.append(f"| {m} | {d} | {t1} | {delta:g} | {len(runs)} | {np.median([f[0] for _, f in runs]):.3g} | "
-                         f"{np.median([r[1:].min() for r, _ in runs]):.3g} | {sum(bool(r[1] < 0) for r, _ in runs)} | "
-                         f"{sum(learned_at(r, f, 1) for r, f in runs)} | {sum(learned_at(r, f, None) for r, f in runs)} |")
+            force = np.median([f[0] for _, f, _ in runs])
+            least = np.median([r[1:].min() for r, _, _ in runs])
+            lines.append(f"| {m} | {d} | {t1} | {delta:g} | {len(runs)} | {force:.3g} | {least:.3g} | "
+                         f"{sum(bool(r[1] < 0) for r, _, _ in runs)} | {sum(learned_at(r, f, 1) for r, f, _ in runs)} | "
+                         f"{sum(learned_at(r, f, None) for r, f, _ in runs)} |")
     crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES)
                       + " | crossing of r > 0 at the first q (eq. (10)) |", "|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
     for (m, d, t1), values in scaled_crossings(predicted).items():
         by_delta = cells[(m, d, t1)]
         runs = sum(len(v) for v in by_delta.values())
         start = released_crossing([{"delta": delta, "learned": bool(r[1] > 0)}
-                                   for delta, split in by_delta.items() for r, _ in split])
+                                   for delta, split in by_delta.items() for r, _, _ in split])
         text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in values + [(None, *start)]]
         crossing_lines.append(f"| {m} | {d} | {t1} | {runs} | " + " | ".join(text) + " |")
     return lines + [""] + crossing_lines
+
+
+def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
+    """{(m, d, t1): ([(ratio, crossing, s.e.)] over SCALES[:-1], MeanThreshold of eq. (3), of eq. (3'))} of the cells
+    with two deltas at least: validation.profile_mean eq. (2) read at d' = ratio x d (the logistic crossing,
+    release_check eq. (3); its s.e. leaves rbar's own error out), and for d' = inf eqs. (3) and (3') with their
+    bootstrap (eq. (4))."""
+    out = {}
+    for key, by_delta in sorted(_mirror_cells(predicted).items()):
+        if len(by_delta) < 2:
+            continue
+        runs = [(delta, r, f, q) for delta, split in sorted(by_delta.items()) for r, f, q in split]
+        grid = nominal_grid(Q_LOW, LEARNED, len(runs[0][3]) - 1)
+        deltas = np.array([delta for delta, *_ in runs])
+        R = np.array([on_grid(q, r, grid) for _, r, _, q in runs])
+        K = degree_for(deltas, degree)
+        coef = mean_push(deltas, R, K)
+        rbar = [np.concatenate([[0.0], np.interp(np.log(q[1:]), np.log(grid), rbar_at(coef, delta)[0])])
+                for delta, _, _, q in runs]                       # eq. (1) at each run's own q
+        scaled = [(ratio, *released_crossing([{"delta": delta, "learned": learned_scaled(r, f, rb, ratio)}
+                                              for (delta, r, f, _), rb in zip(runs, rbar)]))
+                  for ratio in SCALES[:-1]]
+        out[key] = (scaled, mean_threshold(deltas, R, degree), mean_threshold(deltas, R[:, :1], degree))
+    return out
+
+
+def mean_parts(predicted: list, degree: int = DEGREE) -> list[str]:
+    """Markdown: per width, d and t1, validation.profile_mean's law: eq. (2)'s crossings at d' = d (learned_prof),
+    2d, 4d and 16d, and the mean even thresholds of eq. (3) (whole grid) and eq. (3') (first q) with the 16-84 %
+    range of eq. (4)'s bootstrap and its draws off the cell's range."""
+    lines = ["| m | d | t1 | runs | deltas | K | " + " | ".join(f"eq. (2) at d' = {x} (s.e.)" for x in SCALE_NAMES[:-1])
+             + " | delta_bar, eq. (3) [16 %, 84 %] (off range) | delta_0, eq. (3') [16 %, 84 %] (off range) |",
+             "|---|---|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
+    for (m, d, t1), (scaled, whole, first) in mean_crossings(predicted, degree).items():
+        text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in scaled]
+        lines.append(f"| {m} | {d} | {t1} | {whole.runs} | {whole.deltas} | {whole.degree} | " + " | ".join(text)
+                     + "".join(f" | {x.text()} ({x.off_range} / {x.draws})" for x in (whole, first)) + " |")
+    return lines
 
 
 def crossings(predicted: list, released: list) -> list[str]:
@@ -356,15 +400,22 @@ def crossings(predicted: list, released: list) -> list[str]:
     return lines
 
 
-def figure(path, predicted: list, released: list, settle_files: dict, D: int, title: str = ""):
-    """PNG (thresholds.plots.scaled_profile_figure): eq. (9)'s crossings of each (m, d) cell of the profiles at d'
-    >= d, GD's released crossings per (m, d) (release_check records released at the profiles' t1 with the random
+def figure(path, predicted: list, released: list, settle_files: dict, D: int, title: str = "", law: str = "whole",
+           degree: int = DEGREE):
+    """PNG (thresholds.plots.scaled_profile_figure): the crossings of each (m, d) cell of the profiles at d' >= d,
+    by eq. (9) (``law`` "whole": r kept whole) or by validation.profile_mean eq. (2) ("mean": r's mean kept, its
+    fluctuation scaled with the force; at d' = inf eq. (3'), unbiased, with half its 16-84 % range), GD's released
+    crossings per (m, d) (release_check records released at the profiles' t1 with the random
     start, eq. (3)), and per width the d = inf law's delta_NN at the last checkpoint of a validation.settle file
     (settle eq. (1) on data sets of n = delta D)."""
     from thresholds.plots import scaled_profile_figure
     t1s = {p["t1"] for p in predicted}
-    profiles = {(m, d): [(None if ratio is None else ratio * d, c, se) for ratio, c, se in values]
-                for (m, d, t1), values in scaled_crossings(predicted).items()}
+    if law == "whole":
+        profiles = {(m, d): [(None if ratio is None else ratio * d, c, se) for ratio, c, se in values]
+                    for (m, d, t1), values in scaled_crossings(predicted).items()}
+    else:
+        profiles = {(m, d): [(ratio * d, c, se) for ratio, c, se in scaled] + [(None, first.value, first.se)]
+                    for (m, d, t1), (scaled, _, first) in mean_crossings(predicted, degree).items()}
     cells = {}
     for r in released:
         if r["t1"] in t1s and r.get("scale", 1.0) == 1.0:
@@ -379,7 +430,8 @@ def figure(path, predicted: list, released: list, settle_files: dict, D: int, ti
         steps = thresholds_by_step(lines, D)
         if steps and steps[-1][1].found:
             limits[m] = (steps[-1][1].value, steps[-1][1].low, steps[-1][1].high)
-    scaled_profile_figure(path, profiles, measured, limits, title=title)
+    scaled_profile_figure(path, profiles, measured, limits, title=title,
+                          law="eq. (9)" if law == "whole" else "mean law (profile_mean)")
 
 
 @click.command()
@@ -394,17 +446,22 @@ def figure(path, predicted: list, released: list, settle_files: dict, D: int, ti
               help="with --plot: M=FILE, a validation.settle file of width M (its delta_NN at the last checkpoint)")
 @click.option("--edge-d", "D", type=click.IntRange(min=1), default=400, show_default=True,
               help="the cut of settle eq. (1) for --settle: data sets of n = delta D")
+@click.option("--law", type=click.Choice(["whole", "mean"]), default="whole", show_default=True,
+              help="with --plot: the profiles read at d' by eq. (9) (r whole) or by validation.profile_mean (r's "
+                   "mean kept, its fluctuation scaled with the force)")
+@click.option("--degree", type=click.IntRange(min=1, max=4), default=DEGREE, show_default=True,
+              help="with --summary: the degree in delta of the mean restoring push (validation.profile_mean eq. (1))")
 def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, release_files, points,
-         plot, settle_specs, D):
+         plot, settle_specs, D, law, degree):
     if summary_files:
         predicted, released = _read(summary_files), _read(release_files)
-        print("\n".join(summary(predicted, released)))
+        print("\n".join(summary(predicted, released, degree)))
         if plot:
-            figure(plot, predicted, released, read_settle(settle_specs), D)
+            figure(plot, predicted, released, read_settle(settle_specs), D, law=law, degree=degree)
             print(plot)
         return
-    if plot or settle_specs:
-        raise click.UsageError("--plot and --settle go with --summary")
+    if plot or settle_specs or law != "whole" or degree != DEGREE:
+        raise click.UsageError("--plot, --settle, --law and --degree go with --summary")
     run_grid(out, lambda *args: run_one(*args, points=points),
              lambda m, d, delta, s, rec: f"m = {m}, d = {d}, delta {delta:g}, run {s}: q_stall "
              f"{'-' if rec['stall'] is None else format(rec['stall'], '.3g')} ({rec['seconds']:.0f} s)",

@@ -1,0 +1,146 @@
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from validation.profile_check import LEARNED, Q_LOW, learned_at, main, mean_crossings, mean_parts
+from validation.profile_mean import (MeanThreshold, learned_scaled, mean_push, mean_threshold,
+                                     mean_threshold_value, nominal_grid, on_grid, rbar_at)
+
+GRID = nominal_grid(Q_LOW, LEARNED, 12)
+SHAPE = 0.5 + np.log(GRID / Q_LOW)            # > 0 on the grid: the sign of rbar is the sign of its delta factor
+
+
+def _mean(delta, root=20.0):
+    """A mean restoring push quadratic in delta whose least value over q changes sign at ``root`` only."""
+    return (delta - root) * (1 + 0.01 * delta) * SHAPE * 1e-3
+
+
+def _runs(deltas, per_delta, noise, seed=0):
+    """Runs whose r is the mean plus independent noise at each q, ``noise`` times the mean's slope per unit delta
+    there (times 1.2, at delta 20)."""
+    rng = np.random.default_rng(seed)
+    D = np.repeat(np.asarray(deltas, float), per_delta)
+    R = np.array([_mean(x) for x in D]) + noise * SHAPE * 1e-3 * rng.standard_normal((len(D), len(GRID)))
+    return D, R
+
+
+def test_on_grid_is_linear_in_log_q_and_holds_the_ends():
+    q = np.array([0.0, 2e-4, 1e-3, 1e-2, 0.3])
+    values = 3.0 + 2.0 * np.log(q[1:])
+    got = on_grid(q, np.concatenate([[0.0], values]), GRID)
+    inside = (GRID >= 2e-4) & (GRID <= 0.3)
+    assert np.allclose(got[inside], 3.0 + 2.0 * np.log(GRID[inside]), atol=1e-12)
+    assert got[0] == pytest.approx(values[0]) and got[-1] == pytest.approx(values[-1])     # held, not extrapolated
+    shuffled = [0, 3, 1, 4, 2]                                                                # order of q not assumed
+    assert np.allclose(on_grid(q[shuffled], np.concatenate([[0.0], values])[shuffled], GRID), got)
+
+
+def test_the_mean_push_is_the_least_squares_polynomial_of_each_grid_point():
+    D, R = _runs([12, 16, 20, 24, 28], 3, 2e-3)
+    coef = mean_push(D, R, 2)
+    for j in range(len(GRID)):                                            # an independent route: numpy's polyfit
+        assert np.allclose(coef[:, j], np.polyfit(D, R[:, j], 2), rtol=1e-9, atol=1e-12)
+    assert rbar_at(coef, [16.0, 24.0]).shape == (2, len(GRID))
+
+
+def test_eq_3_finds_the_root_of_a_noiseless_mean_and_the_ends_of_the_range():
+    D, R = _runs([12, 16, 20, 24, 28, 32], 2, 0.0)
+    # the fit is exact; the least value over q has a kink at the root (its argmin jumps from the largest q to the
+    # smallest), so the linear reading between the fine grid's points is exact to one of its steps (20 / 2000)
+    assert mean_threshold_value(D, R, 2) == pytest.approx(20.0, abs=0.01)
+    assert mean_threshold_value(D, R[:, :1], 2) == pytest.approx(20.0, abs=1e-6)     # one q: no kink
+    D2, R2 = _runs([12, 16, 20, 24], 1, 0.0)
+    assert mean_threshold_value(D2, R2 + 1.0, 2) == -np.inf                # positive everywhere: below the range
+    assert mean_threshold_value(D2, R2 - 1.0, 2) == np.inf                 # negative at the largest delta
+    res = mean_threshold(D2, R2, degree=2)                                  # one run per delta: no spread
+    assert res.value == pytest.approx(20.0, abs=0.01) and np.isnan(res.low) and res.se is None
+    assert "no spread" in res.text()
+    with pytest.raises(ValueError, match="two deltas"):
+        mean_threshold([12.0, 12.0], R2[:2])
+
+
+def test_the_bootstrap_spread_of_eq_3_prime_covers_the_root_and_shrinks_as_the_runs_grow():
+    def first(D, R):
+        return mean_threshold(D, R[:, :1])
+    few = first(*_runs([12, 16, 20, 24, 28, 32], 4, 2.0, seed=1))
+    many = first(*_runs([12, 16, 20, 24, 28, 32], 36, 2.0, seed=2))
+    assert isinstance(few, MeanThreshold) and few.degree == 2 and few.runs == 24 and few.deltas == 6
+    for res in (few, many):
+        assert res.low <= res.value <= res.high and res.off_range == 0
+        assert abs(res.value - 20.0) < 3 * res.se
+    # nine times the runs: the spread about a third (the bootstrap's own noise allowed)
+    assert 2.0 < few.se / many.se < 4.5
+
+
+def test_eq_3_is_biased_up_by_its_least_value_and_eq_3_prime_is_not():
+    # the module docstring's numbers: 30 data-set draws of 24 runs, a mean that changes sign at every q at once
+    D = [12, 16, 20, 24, 28, 32]
+    draws = [_runs(D, 4, 2.0, seed=s) for s in range(30)]
+    whole = np.array([mean_threshold_value(x, R, 2) for x, R in draws]) - 20.0
+    first = np.array([mean_threshold_value(x, R[:, :1], 2) for x, R in draws]) - 20.0
+    se_whole, se_first = whole.std(ddof=1) / np.sqrt(30), first.std(ddof=1) / np.sqrt(30)
+    assert whole.mean() > 5 * se_whole and whole.mean() > 0.5                  # +0.87, s.e. 0.06
+    assert abs(first.mean()) < 2.5 * se_first                                  # +0.12 +- 0.09
+    # resampling sees part of the bias only: the draws' mean lies above the estimate by less than the bias
+    res = mean_threshold(*_runs(D, 4, 2.0, seed=0))
+    assert res.value - 20.0 > (res.low + res.high) / 2 - res.value
+
+
+def test_eq_2_at_d_is_eq_9_and_at_infinity_the_sign_of_the_mean():
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        r, f, rbar = (np.concatenate([[0.0], rng.normal(0, 1, 6)]) for _ in range(3))
+        assert learned_scaled(r, f, rbar, 1) == learned_at(r, f, 1)               # r + f, rbar cancels
+        assert learned_scaled(r, f, rbar, None) == bool(np.all(rbar[1:] > 0))
+        s = 4 ** -0.5
+        assert learned_scaled(r, f, rbar, 4) == bool(np.all(rbar[1:] + s * (r[1:] - rbar[1:] + f[1:]) > 0))
+    # a run whose r is negative through its own fluctuation learns at 4d when the mean is positive
+    r, f, rbar = np.array([0, -0.01, 0.05]), np.array([0.02, 0.0, 0.0]), np.array([0, 0.02, 0.05])
+    assert not learned_scaled(r, f, rbar, 1) and learned_scaled(r, f, rbar, 4)
+    assert not learned_at(r, f, 4)                                                 # eq. (9) keeps r whole
+
+
+def _records(D, R, F=None, m=1, d=400):
+    q = np.concatenate([[0.0], GRID])
+    F = np.zeros_like(R) if F is None else F
+    return [{"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": m, "d": d, "t1": 100, "delta": float(x),
+             "seed": i, "steps": 300, "q": q.tolist(), "stall": None,
+             "push": [0.01] + list(r + f), "push_mirror": [-0.01] + list(r - f)}
+            for i, (x, r, f) in enumerate(zip(D, R, F))]
+
+
+def test_the_table_the_crossings_and_the_figure_of_the_records_follow_the_module(tmp_path, monkeypatch):
+    import validation.profile_check as pc
+    D, R = _runs([12, 16, 20, 24, 28, 32], 4, 2.0, seed=4)
+    F = 2e-3 * np.random.default_rng(5).standard_normal(R.shape)
+    recs = _records(D, R, F) + _records(*_runs([12, 16], 1, 0.0), d=800)[:1]     # one delta: no cell
+    ((key, (scaled, whole, first)),) = mean_crossings(recs).items()
+    assert key == (1, 400, 100)
+    for got, want in ((whole, mean_threshold(D, R)), (first, mean_threshold(D, R[:, :1]))):   # R read back from q
+        assert np.allclose([got.value, got.low, got.high], [want.value, want.low, want.high], rtol=1e-12)
+    assert [ratio for ratio, *_ in scaled] == [1, 2, 4, 16]
+    # the figure's mean law: eq. (2) at d' = d, 2d, 4d, 16d, then eq. (3') at d = inf with half its 16-84 % range
+    seen = {}
+    monkeypatch.setattr("thresholds.plots.scaled_profile_figure",
+                        lambda path, profiles, measured, limits, title="", law="": seen.update(profiles=profiles,
+                                                                                               law=law))
+    pc.figure(tmp_path / "f.png", recs, [], {}, 400, law="mean")
+    assert seen["profiles"] == {(1, 400): [(r * 400, c, se) for r, c, se in scaled] + [(None, first.value, first.se)]}
+    assert "mean" in seen["law"]
+    lines = mean_parts(recs)
+    assert lines[2].startswith("| 1 | 400 | 100 | 24 | 6 | 2 | ") and lines[2].endswith(
+        f" | {whole.text()} (0 / 400) | {first.text()} (0 / 400) |")
+    assert len(lines) == 3
+
+
+def test_the_command_plots_the_mean_law_and_refuses_it_without_summary(tmp_path):
+    import json
+    D, R = _runs([12, 16, 20, 24, 28, 32], 3, 2.0, seed=6)
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in _records(D, R)))
+    res = CliRunner().invoke(main, ["--summary", str(path), "--plot", str(tmp_path / "f.png"), "--law", "mean",
+                                    "--degree", "1"])
+    assert res.exit_code == 0, res.output
+    assert "| 1 | 400 | 100 | 18 | 6 | 1 |" in res.output and (tmp_path / "f.png").stat().st_size > 10000
+    res = CliRunner().invoke(main, ["--law", "mean", "--out", str(tmp_path / "q.jsonl")])
+    assert res.exit_code != 0 and "--summary" in res.output and "Traceback" not in res.output
