@@ -144,3 +144,27 @@ def test_the_command_plots_the_mean_law_and_refuses_it_without_summary(tmp_path)
     assert "| 1 | 400 | 100 | 18 | 6 | 1 |" in res.output and (tmp_path / "f.png").stat().st_size > 10000
     res = CliRunner().invoke(main, ["--law", "mean", "--out", str(tmp_path / "q.jsonl")])
     assert res.exit_code != 0 and "--summary" in res.output and "Traceback" not in res.output
+
+
+def test_eq_5_reads_the_fluctuations_in_units_of_n_to_the_minus_half():
+    from validation.profile_check import fluctuation_parts
+    from validation.profile_mean import fluctuation_scale
+    rng = np.random.default_rng(7)
+    deltas = np.repeat([12.0, 16.0, 20.0, 24.0, 28.0, 32.0], 30)
+    for d in (400, 1600):                      # fluctuations of sizes 0.3 and 2 in units of n^-1/2 at either d
+        n = deltas * d
+        noise = rng.standard_normal((2, len(deltas), len(GRID))) / np.sqrt(n)[:, None]
+        R = np.array([_mean(x) for x in deltas]) + 0.3 * noise[0]
+        F = 2.0 * noise[1]
+        scale = fluctuation_scale(deltas, d, R, F, GRID)
+        assert scale.dof_r == len(deltas) - 3 and scale.dof_f == len(deltas)
+        assert np.all(np.abs(scale.s_r / 0.3 - 1) < 4 / np.sqrt(2 * scale.dof_r))
+        assert np.all(np.abs(scale.s_f / 2.0 - 1) < 4 / np.sqrt(2 * scale.dof_f))
+    # against a plain reference: the residuals of numpy's polyfit at one grid point
+    j = 3
+    fit = np.polyval(np.polyfit(deltas, R[:, j], 2), deltas)
+    assert scale.s_r[j] == pytest.approx(np.sqrt(np.sum(deltas * 1600 * (R[:, j] - fit) ** 2) / (len(deltas) - 3)))
+    with pytest.raises(ValueError, match="more runs"):
+        fluctuation_scale([12.0, 16.0, 20.0], 400, R[:3], F[:3], GRID)
+    lines = fluctuation_parts(_records(deltas[:36], R[:36], F[:36], d=1600))
+    assert lines[2].startswith("| 1 | 1600 | 100 | 36 | ") and lines[2].count("+-") == 8

@@ -105,8 +105,8 @@ from validation.release_check import (LEARNED, _read, beside_releases, final_q, 
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
-from validation.profile_mean import (DEGREE, degree_for, learned_scaled, mean_push, mean_threshold, nominal_grid,
-                                     on_grid, rbar_at)
+from validation.profile_mean import (DEGREE, degree_for, fluctuation_scale, learned_scaled, mean_push, mean_threshold,
+                                     nominal_grid, on_grid, rbar_at)
 from validation.width_horizon import read_settle
 
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
@@ -281,7 +281,7 @@ def summary(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
     lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
                                                   "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
     return (lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted) + [""]
-            + mean_parts(predicted, degree))
+            + mean_parts(predicted, degree) + [""] + fluctuation_parts(predicted, degree))
 
 
 def learned_at(r, f, ratio: float | None) -> bool:
@@ -343,19 +343,26 @@ def even_parts(predicted: list) -> list[str]:
     return lines + [""] + crossing_lines
 
 
+def _mean_cells(predicted: list):
+    """Per (m, d, t1) cell with two deltas at least: the nominal grid and the runs' (delta, r, f, q), r and f at
+    their own q; with R and F, r and f on the grid (validation.profile_mean eq. (1))."""
+    for key, by_delta in sorted(_mirror_cells(predicted).items()):
+        if len(by_delta) < 2:
+            continue
+        runs = [(delta, r, f, q) for delta, split in sorted(by_delta.items()) for r, f, q in split]
+        grid = nominal_grid(Q_LOW, LEARNED, len(runs[0][3]) - 1)
+        R = np.array([on_grid(q, r, grid) for _, r, _, q in runs])
+        F = np.array([on_grid(q, f, grid) for _, _, f, q in runs])
+        yield key, grid, runs, np.array([delta for delta, *_ in runs]), R, F
+
+
 def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
     """{(m, d, t1): ([(ratio, crossing, s.e.)] over SCALES[:-1], MeanThreshold of eq. (3), of eq. (3'))} of the cells
     with two deltas at least: validation.profile_mean eq. (2) read at d' = ratio x d (the logistic crossing,
     release_check eq. (3); its s.e. leaves rbar's own error out), and for d' = inf eqs. (3) and (3') with their
     bootstrap (eq. (4))."""
     out = {}
-    for key, by_delta in sorted(_mirror_cells(predicted).items()):
-        if len(by_delta) < 2:
-            continue
-        runs = [(delta, r, f, q) for delta, split in sorted(by_delta.items()) for r, f, q in split]
-        grid = nominal_grid(Q_LOW, LEARNED, len(runs[0][3]) - 1)
-        deltas = np.array([delta for delta, *_ in runs])
-        R = np.array([on_grid(q, r, grid) for _, r, _, q in runs])
+    for key, grid, runs, deltas, R, _ in _mean_cells(predicted):
         K = degree_for(deltas, degree)
         coef = mean_push(deltas, R, K)
         rbar = [np.concatenate([[0.0], np.interp(np.log(q[1:]), np.log(grid), rbar_at(coef, delta)[0])])
@@ -378,6 +385,22 @@ def mean_parts(predicted: list, degree: int = DEGREE) -> list[str]:
         text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in scaled]
         lines.append(f"| {m} | {d} | {t1} | {whole.runs} | {whole.deltas} | {whole.degree} | " + " | ".join(text)
                      + "".join(f" | {x.text()} ({x.off_range} / {x.draws})" for x in (whole, first)) + " |")
+    return lines
+
+
+def fluctuation_parts(predicted: list, degree: int = DEGREE, qs=(1e-4, 1e-3, 1e-2, 1e-1)) -> list[str]:
+    """Markdown: per width, d and t1, validation.profile_mean eq. (5), s_r and s_f (the fluctuations of r about its
+    mean and of f, times sqrt(n)) at the grid points nearest ``qs`` in log q, +- s / sqrt(2 dof)."""
+    lines = ["| m | d | t1 | runs | " + " | ".join(f"s_r at q = {q:g}" for q in qs) + " | "
+             + " | ".join(f"s_f at q = {q:g}" for q in qs) + " |", "|---|---|---|---|" + "---|" * (2 * len(qs))]
+    for (m, d, t1), grid, runs, deltas, R, F in _mean_cells(predicted):
+        if len(runs) <= degree_for(deltas, degree) + 1:
+            continue
+        scale = fluctuation_scale(deltas, d, R, F, grid, degree)
+        at = [int(np.argmin(np.abs(np.log(grid / q)))) for q in qs]
+        text = [f"{s[j]:.3g} +- {s[j] / np.sqrt(2 * dof):.2g}" for s, dof in ((scale.s_r, scale.dof_r),
+                                                                              (scale.s_f, scale.dof_f)) for j in at]
+        lines.append(f"| {m} | {d} | {t1} | {len(runs)} | " + " | ".join(text) + " |")
     return lines
 
 

@@ -15,7 +15,10 @@ scales with f, and rbar is the part that is the same at every d:
     delta_0 = eq. (3) on the grid's first q alone (q = 10^-4): the root of the mean of profile_check eq. (10)'s    (3')
               r ~ -S h, the mean over data sets of the hard Schur complement at the relaxed first phase,
     their spread: the runs resampled with replacement within each delta (a bootstrap, B draws, fixed seed), the   (4)
-                16 / 84 % quantiles of the draws' delta_bar (a draw with no sign change counts as +-inf).
+                16 / 84 % quantiles of the draws' delta_bar (a draw with no sign change counts as +-inf),
+    s_r(q)^2 = sum_i n_i (r_i - rbar(q, delta_i))^2 / (runs - K - 1),  s_f(q)^2 = sum_i n_i f_i^2 / runs,          (5)
+                the fluctuations' sizes in units of n^-1/2 (n_i = delta_i d); eq. (2) assumes both the same at every
+                d (their s.e. about s / sqrt(2 dof)).
 
 At d' = d, eq. (2) is profile_check eq. (9) at d' = d, learned_prof (r + f, exactly); at d' = inf it is rbar > 0,
 for which eq. (3) gives the threshold, the mean even part's, to be set beside the d = inf law's delta_NN.  Eq. (3)
@@ -154,3 +157,28 @@ def learned_scaled(r, f, rbar, ratio: float | None) -> bool:
     s = 0.0 if ratio is None else ratio ** -0.5
     r, f, rbar = (np.asarray(x, dtype=float)[1:] for x in (r, f, rbar))
     return bool(np.all(rbar + s * (r - rbar + f) > 0))
+
+
+@dataclass(frozen=True)
+class FluctuationScale:
+    """Eq. (5) on one cell: on the ``grid``, ``s_r`` (the restoring push's fluctuation about eq. (1)) and ``s_f``
+    (the force part's, about zero) times sqrt(n), with their degrees of freedom."""
+    grid: np.ndarray
+    s_r: np.ndarray
+    s_f: np.ndarray
+    dof_r: int
+    dof_f: int
+
+
+def fluctuation_scale(deltas, d: int, R, F, grid, degree: int = DEGREE) -> FluctuationScale:
+    """Eq. (5) from the runs' deltas at dimension ``d`` and their r and f on the ``grid`` (runs x grid points)."""
+    deltas = np.asarray(deltas, dtype=float)
+    R, F = np.asarray(R, dtype=float), np.asarray(F, dtype=float)
+    K = degree_for(deltas, degree)
+    dof_r = len(deltas) - K - 1
+    if dof_r < 1:
+        raise ValueError("eq. (5) needs more runs than the K + 1 coefficients of eq. (1)")
+    n = (deltas * d)[:, None]
+    rho = R - rbar_at(mean_push(deltas, R, K), deltas)
+    return FluctuationScale(np.asarray(grid, dtype=float), np.sqrt(np.sum(n * rho ** 2, axis=0) / dof_r),
+                            np.sqrt(np.sum(n * F ** 2, axis=0) / len(deltas)), dof_r, len(deltas))
