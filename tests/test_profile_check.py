@@ -180,7 +180,7 @@ def test_the_even_parts_table_counts_and_crosses_eq_9_at_each_d():
                 "q": [0.0] + [10.0 ** (k - 3) for k in range(len(r))]}
 
     f = [0.15, 0.15, 0.15]
-    runs = [rec(4.0, [-0.1, -0.2, 0.1], f), rec(4.0, [-0.1, 0.1, 0.2], f),    # eq. (9): learned down to d' = 2d
+    runs = [rec(4.0, [-0.3, -0.2, 0.1], f), rec(4.0, [-0.1, 0.1, 0.2], f),    # eq. (9): learned down to d' = 2d
             rec(8.0, [0.1, -0.1, 0.2], f), rec(8.0, [0.1, 0.1, 0.2], f),
             rec(12.0, [0.1, 0.2, 0.3], f), {"m": 1, "d": 400, "t1": 100, "delta": 12.0, "push": [0.1]}]
     r = np.array([0, -0.1, 0.1, 0.2])
@@ -188,9 +188,9 @@ def test_the_even_parts_table_counts_and_crosses_eq_9_at_each_d():
     assert learned_at(r, fa, 1) and learned_at(r, fa, 2) and not learned_at(r, fa, 4)
     assert not learned_at(r, fa, None) and learned_at(r + 0.2, fa, None)
     lines = even_parts(runs)                          # the record without a mirror is left out
-    assert lines[2] == "| 1 | 400 | 100 | 4 | 2 | 0.02 | -0.15 | 2 | 1 | 0 |"
-    assert lines[3] == "| 1 | 400 | 100 | 8 | 2 | 0.02 | 0 | 0 | 2 | 1 |"
-    assert lines[4] == "| 1 | 400 | 100 | 12 | 1 | 0.02 | 0.1 | 0 | 1 | 1 |"
+    assert lines[2] == "| 1 | 400 | 100 | 4 | 2 | 0.02 | -0.2 | 2 | -0.2 (0.1) | 1 | 0 |"
+    assert lines[3] == "| 1 | 400 | 100 | 8 | 2 | 0.02 | 0 | 0 | 0.1 (0) | 2 | 1 |"
+    assert lines[4] == "| 1 | 400 | 100 | 12 | 1 | 0.02 | 0.1 | 0 | 0.1 | 1 | 1 |"
     counts = {1: [1, 2, 1], 2: [1, 2, 1], 4: [0, 1, 1], 16: [0, 1, 1], None: [0, 1, 1]}
     text = []
     for ratio in (1, 2, 4, 16, None):

@@ -316,20 +316,24 @@ def scaled_crossings(predicted: list) -> dict:
 def even_parts(predicted: list) -> list[str]:
     """Markdown: per width, d, t1 and delta, the profiles with a mirror (eqs. (6)-(9)): the force |F| = f(0) and
     the restoring push's least value on the grid, q > 0 (medians over the runs), the runs with r < 0 at the grid's
-    first q (restoring at the start), learned_prof and learned_even (eq. (8)); then per width, d and t1 the logistic
+    first q (restoring at the start) and r's mean there (minus the mean hard Schur complement times h, eq. (10)),
+    learned_prof and learned_even (eq. (8)); then per width, d and t1 the logistic
     crossings (release_check eq. (3)) of eq. (9) at d' = d (learned_prof), 2d, 4d, 16d and inf (learned_even), and of
     r > 0 at the grid's first q (eq. (10): a negative hard direction at the relaxed first phase)."""
     cells = _mirror_cells(predicted)
     if not cells:
         return ["(no profile with a mirror: eqs. (6)-(9) need records made with it)"]
-    lines = ["| m | d | t1 | delta | runs | f(0) | min r | r < 0 first | learned_prof | learned_even |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| m | d | t1 | delta | runs | f(0) | min r | r < 0 first | r at the first q, mean (s.e.) | learned_prof "
+             "| learned_even |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (m, d, t1), by_delta in sorted(cells.items()):
         for delta, runs in sorted(by_delta.items()):
             force = np.median([f[0] for _, f, _ in runs])
             least = np.median([r[1:].min() for r, _, _ in runs])
+            first = np.array([r[1] for r, _, _ in runs])
+            spread = f" ({first.std(ddof=1) / np.sqrt(len(first)):.2g})" if len(first) > 1 else ""
             lines.append(f"| {m} | {d} | {t1} | {delta:g} | {len(runs)} | {force:.3g} | {least:.3g} | "
-                         f"{sum(bool(r[1] < 0) for r, _, _ in runs)} | {sum(learned_at(r, f, 1) for r, f, _ in runs)} | "
+                         f"{sum(bool(r[1] < 0) for r, _, _ in runs)} | {first.mean():.2g}{spread} | "
+                         f"{sum(learned_at(r, f, 1) for r, f, _ in runs)} | "
                          f"{sum(learned_at(r, f, None) for r, f, _ in runs)} |")
     crossing_lines = ["| m | d | t1 | runs | " + " | ".join(f"crossing at d' = {x} (s.e.)" for x in SCALE_NAMES)
                       + " | crossing of r > 0 at the first q (eq. (10)) |", "|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
