@@ -82,7 +82,7 @@ learned_prof crosses at 14.2 / 14.0: the force alone puts GD's finite-d threshol
 lowering of them.  Eq. (9) meets GD's released crossing at d' = 2d and is high at 4d (1.7 and 2.8 s.e. at m = 1, 2):
 r is shallower at d = 800 than at 400 at every delta, against the assumption that its mean does not move with d.
 validation.profile_mean splits r further into its mean over data sets and the data set's fluctuation: the mean's
-threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4, and with both fluctuations scaled as n^-1/2 (its
+threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (not at m = 8, d = 400), and with both fluctuations scaled as n^-1/2 (its
 eq. (2)) the profiles meet GD's released crossings at 2d and 4d where eq. (9) was high.
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\

@@ -40,7 +40,8 @@ beyond its own q range is held at its end value.
 Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4; validation/reports/planted/width section 12l): eq. (3')
 gives 21.6 [20.3, 22.8] / 20.3 [18.9, 22.1] / 20.7 [19.2, 22.7] at m = 1, d = 400 / 800 / 1600, against the d = inf
 law's 21.35 [18.76, 23.93]; 33.4 [30.7, 36.2] / 27.7 [25.4, 29.7] at m = 2, d = 400 / 800, against 28.49 [26.03,
-30.95]; 31.0 [26.4, 34.1] / 33.0 [32.0, 34.6] at m = 4, d = 400 / 800, against 34.53 [31.57, 37.49].  Eq. (3) lies
+30.95]; 31.0 [26.4, 34.1] / 33.0 [32.0, 34.6] at m = 4, d = 400 / 800, against 34.53 [31.57, 37.49]; below 24
+at m = 8, d = 400 (one data set per delta), against 38.81 [35.91, 41.72].  Eq. (3) lies
 0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d meets GD's released crossings at m = 1 (within 0.8 combined s.e.,
 from d = 400 and 800) and at m = 2 from d = 400 (-0.7 and +1.9 s.e.), where eq. (9) was up to 2.8 s.e. high; m = 2
 from d = 800 to 1600 misses (17.1 +- 2.9 against 10.0 +- 1.2).  Eq. (5): s_f and s_r at q >= 0.01 are flat in d
