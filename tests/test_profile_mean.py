@@ -3,7 +3,7 @@ import pytest
 from click.testing import CliRunner
 
 from validation.profile_check import LEARNED, Q_LOW, learned_at, main, mean_crossings, mean_parts
-from validation.profile_mean import (MeanThreshold, learned_scaled, mean_push, mean_threshold,
+from validation.profile_mean import (MeanThreshold, at_own_q, learned_scaled, mean_push, mean_threshold,
                                      mean_threshold_value, nominal_grid, on_grid, rbar_at)
 
 GRID = nominal_grid(Q_LOW, LEARNED, 12)
@@ -31,6 +31,8 @@ def test_on_grid_is_linear_in_log_q_and_holds_the_ends():
     inside = (GRID >= 2e-4) & (GRID <= 0.3)
     assert np.allclose(got[inside], 3.0 + 2.0 * np.log(GRID[inside]), atol=1e-12)
     assert got[0] == pytest.approx(values[0]) and got[-1] == pytest.approx(values[-1])     # held, not extrapolated
+    back = at_own_q(GRID, 3.0 + 2.0 * np.log(GRID), q)                                       # the converse
+    assert back[0] == 0.0 and np.allclose(back[1:], values, atol=1e-12)
     shuffled = [0, 3, 1, 4, 2]                                                                # order of q not assumed
     assert np.allclose(on_grid(q[shuffled], np.concatenate([[0.0], values])[shuffled], GRID), got)
 

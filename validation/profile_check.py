@@ -82,8 +82,9 @@ learned_prof crosses at 14.2 / 14.0: the force alone puts GD's finite-d threshol
 lowering of them.  Eq. (9) meets GD's released crossing at d' = 2d and is high at 4d (1.7 and 2.8 s.e. at m = 1, 2):
 r is shallower at d = 800 than at 400 at every delta, against the assumption that its mean does not move with d.
 validation.profile_mean splits r further into its mean over data sets and the data set's fluctuation: the mean's
-threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (not at m = 8, d = 400), and with both fluctuations scaled as n^-1/2 (its
-eq. (2)) the profiles meet GD's released crossings at 2d and 4d where eq. (9) was high.
+threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (not at m = 8, d = 400), and with both
+fluctuations scaled as n^-1/2 (its eq. (2)) the profiles meet GD's released crossings at 2d and 4d where eq. (9)
+was high.
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
           --t1 10000 --steps 30000 --out P.jsonl
@@ -103,13 +104,13 @@ from scipy import optimize
 from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
-from validation.release_check import (LEARNED, _read, beside_releases, final_q, grid, release_options,
-                                      released_crossing, run_grid, run_key)
+from validation.release_check import (LEARNED, _read, beside_releases, crossing_text, final_q, grid,
+                                      release_options, released_crossing, run_grid, run_key)
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
-from validation.profile_mean import (DEGREE, degree_for, fluctuation_scale, learned_scaled, mean_push, mean_threshold,
-                                     nominal_grid, on_grid, rbar_at)
+from validation.profile_mean import (DEGREE, at_own_q, degree_for, fluctuation_scale, learned_scaled, mean_push,
+                                     mean_threshold, nominal_grid, on_grid, rbar_at)
 from validation.width_horizon import read_settle
 
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
@@ -345,7 +346,7 @@ def even_parts(predicted: list) -> list[str]:
         runs = sum(len(v) for v in by_delta.values())
         start = released_crossing([{"delta": delta, "learned": bool(r[1] > 0)}
                                    for delta, split in by_delta.items() for r, _, _ in split])
-        text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in values + [(None, *start)]]
+        text = [crossing_text(c, se) for _, c, se in values + [(None, *start)]]
         crossing_lines.append(f"| {m} | {d} | {t1} | {runs} | " + " | ".join(text) + " |")
     return lines + [""] + crossing_lines
 
@@ -372,8 +373,7 @@ def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
     for key, grid, runs, deltas, R, _ in _mean_cells(predicted):
         K = degree_for(deltas, degree)
         coef = mean_push(deltas, R, K)
-        rbar = [np.concatenate([[0.0], np.interp(np.log(q[1:]), np.log(grid), rbar_at(coef, delta)[0])])
-                for delta, _, _, q in runs]                       # eq. (1) at each run's own q
+        rbar = [at_own_q(grid, rbar_at(coef, delta)[0], q) for delta, _, _, q in runs]
         scaled = [(ratio, *released_crossing([{"delta": delta, "learned": learned_scaled(r, f, rb, ratio)}
                                               for (delta, r, f, _), rb in zip(runs, rbar)]))
                   for ratio in SCALES[:-1]]
@@ -389,7 +389,7 @@ def mean_parts(predicted: list, degree: int = DEGREE) -> list[str]:
              + " | delta_bar, eq. (3) [16 %, 84 %] (off range) | delta_0, eq. (3') [16 %, 84 %] (off range) |",
              "|---|---|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
     for (m, d, t1), (scaled, whole, first) in mean_crossings(predicted, degree).items():
-        text = ["-" if c is None else f"{c:.1f} +- {se:.1f}" for _, c, se in scaled]
+        text = [crossing_text(c, se) for _, c, se in scaled]
         lines.append(f"| {m} | {d} | {t1} | {whole.runs} | {whole.deltas} | {whole.degree} | " + " | ".join(text)
                      + "".join(f" | {x.text()} ({x.off_range} / {x.draws})" for x in (whole, first)) + " |")
     return lines
@@ -425,7 +425,7 @@ def crossings(predicted: list, released: list) -> list[str]:
         text = []
         for rows in ([p for p, _ in pairs], [r for _, r in pairs]):
             c, se = released_crossing(rows)
-            text.append("-" if c is None else f"{c:.1f} +- {se:.1f}")
+            text.append(crossing_text(c, se))
         lines.append(f"| {m} | {d} | {t1} | {T} | {len(pairs)} | {text[0]} | {text[1]} |")
     return lines
 

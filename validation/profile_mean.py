@@ -103,6 +103,13 @@ def on_grid(q, values, grid) -> np.ndarray:
     return np.interp(np.log(grid), np.log(q[order]), values[order])
 
 
+def at_own_q(grid, values, q) -> np.ndarray:
+    """The converse of :func:`on_grid`: values on ``grid`` read at a run's own q (linear in log q, held at the
+    ends), with 0 at its q = 0 (r(0) = 0)."""
+    q = np.asarray(q, dtype=float)
+    return np.concatenate([[0.0], np.interp(np.log(q[1:]), np.log(grid), values)])
+
+
 def degree_for(deltas, degree: int = DEGREE) -> int:
     """K of eq. (1): ``degree``, lowered to the cell's distinct deltas minus one."""
     return int(min(degree, len(set(np.asarray(deltas).tolist())) - 1))

@@ -167,6 +167,11 @@ def released_crossing(rows: list, horizon: int | None = None) -> tuple:
     return logistic_crossing(deltas, [sum(learned[x]) for x in deltas], [len(learned[x]) for x in deltas])
 
 
+def crossing_text(c, se) -> str:
+    """A logistic crossing and its s.e. (eq. (3)) as the tables print them; "-" where there is none."""
+    return "-" if c is None else f"{c:.1f} +- {se:.1f}"
+
+
 def fractions(released: list, horizon: int | None = None) -> list[str]:
     """Markdown: per width, d, t1, T and start, the runs learned of the runs at each delta, the
     :func:`released_bracket` and the :func:`released_crossing` of that cell.  With ``horizon`` every run is read at
@@ -181,7 +186,7 @@ def fractions(released: list, horizon: int | None = None) -> list[str]:
     for (m, d, t1, T, scale), rows in sorted(cells.items()):
         text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(rows, horizon).items()))
         c, se = released_crossing(rows, horizon)
-        cross = "-" if c is None else f"{c:.1f} +- {se:.1f}"
+        cross = crossing_text(c, se)
         lines.append(f"| {m} | {d} | {t1} | {T} | {scale:g} | {text} | {bracket_text(*released_bracket(rows, horizon))} "
                      f"| {cross} |")
     return lines
