@@ -402,7 +402,7 @@ def horizon_vs_m_figure(path, curves, limits, brackets, *, D, title="", released
 
 def scaled_profile_figure(path, profiles, released, limits, *, title="", law="eq. (9)"):
     """The crossing against d: ``profiles`` = {(m, d): [(d', value, s.e.)]} (a profile at d read at d' >= d by the
-    ``law`` named in the legend, d' None for d = inf, s.e. None for no bar: open circles joined by a dashed line, one
+    ``law`` named in the legend, d' None for d = inf, s.e. None or inf (an open s.e.) for no bar: open circles joined by a dashed line, one
     colour per width), ``released`` = {m: [(d, value, s.e.)]}
     (GD's measured crossings, filled squares joined by a solid line) and ``limits`` = {m: (value, low, high)} (the
     d = inf law's delta_NN, a diamond with its interval); d = inf sits at a tick of its own right of the largest d."""
@@ -416,7 +416,8 @@ def scaled_profile_figure(path, profiles, released, limits, *, title="", law="eq
     shift = {m: 1 + 0.025 * (k - (len(widths) - 1) / 2) for k, m in enumerate(widths)}   # equal values stay apart
     marker = {d: "o^vpho"[k % 6] for k, d in enumerate(sorted({d for _, d in profiles}))}
     for (m, d), rows in sorted(profiles.items()):
-        kept = [((inf_x if x is None else x) * shift[m], v, np.nan if e is None else e) for x, v, e in rows
+        kept = [((inf_x if x is None else x) * shift[m], v, np.nan if e is None or not np.isfinite(e) else e)
+                for x, v, e in rows
                 if v is not None and np.isfinite(v)]
         if kept:
             x, v, e = zip(*kept)

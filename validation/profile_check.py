@@ -84,7 +84,8 @@ r is shallower at d = 800 than at 400 at every delta, against the assumption tha
 validation.profile_mean splits r further into its mean over data sets and the data set's fluctuation: the mean's
 threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (not at m = 8, d = 400), and with both
 fluctuations scaled as n^-1/2 (its eq. (2)) the profiles meet GD's released crossings at 2d and 4d where eq. (9)
-was high.
+was high (within 2 combined s.e. once eq. (2)'s s.e. carries rbar's error, its eq. (6); one of the six comparisons
+open, section 12m).
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
           --t1 10000 --steps 30000 --out P.jsonl
@@ -109,8 +110,8 @@ from validation.release_check import (LEARNED, _read, beside_releases, crossing_
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
-from validation.profile_mean import (DEGREE, at_own_q, degree_for, fluctuation_scale, learned_scaled, mean_push,
-                                     mean_threshold, nominal_grid, on_grid, rbar_at)
+from validation.profile_mean import (DEGREE, degree_for, fluctuation_scale, mean_push, residual_draws, scaled_crossing,
+                                     mean_threshold, nominal_grid, on_grid)
 from validation.width_horizon import read_settle
 
 GTOL = 1e-7        # L-BFGS stops when every entry of the complement's gradient of R is below it (ftol set out of the way)
@@ -285,7 +286,8 @@ def summary(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
     lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
                                                   "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
     return (lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted) + [""]
-            + mean_parts(predicted, degree) + [""] + fluctuation_parts(predicted, degree))
+            + mean_parts(predicted, degree) + [""] + mean_against_gd(predicted, released, degree) + [""]
+            + fluctuation_parts(predicted, degree))
 
 
 def learned_at(r, f, ratio: float | None) -> bool:
@@ -365,33 +367,66 @@ def _mean_cells(predicted: list):
 
 
 def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
-    """{(m, d, t1): ([(ratio, crossing, s.e.)] over SCALES[:-1], MeanThreshold of eq. (3), of eq. (3'))} of the cells
-    with two deltas at least: validation.profile_mean eq. (2) read at d' = ratio x d (the logistic crossing,
-    release_check eq. (3); its s.e. leaves rbar's own error out), and for d' = inf eqs. (3) and (3') with their
-    bootstrap (eq. (4))."""
+    """{(m, d, t1): ([ScaledCrossing] over SCALES[:-1], MeanThreshold of eq. (3), of eq. (3'))} of the cells with two
+    deltas at least: validation.profile_mean eq. (2) read at d' = ratio x d (the logistic crossing, release_check
+    eq. (3), its s.e. with rbar's error by eq. (6) where the cell has more runs than K + 1, else the logistic one
+    alone with rbar's part open), and for d' = inf eqs. (3) and (3') with their bootstrap (eq. (4))."""
     out = {}
-    for key, grid, runs, deltas, R, _ in _mean_cells(predicted):
+    for key, qgrid, runs, deltas, R, _ in _mean_cells(predicted):
         K = degree_for(deltas, degree)
         coef = mean_push(deltas, R, K)
-        rbar = [at_own_q(grid, rbar_at(coef, delta)[0], q) for delta, _, _, q in runs]
-        scaled = [(ratio, *released_crossing([{"delta": delta, "learned": learned_scaled(r, f, rb, ratio)}
-                                              for (delta, r, f, _), rb in zip(runs, rbar)]))
-                  for ratio in SCALES[:-1]]
+        draws = residual_draws(deltas, R, K) if len(deltas) > K + 1 else []
+        own = [(r, f, q) for _, r, f, q in runs]
+        scaled = [scaled_crossing(deltas, own, qgrid, coef, draws, ratio) for ratio in SCALES[:-1]]
         out[key] = (scaled, mean_threshold(deltas, R, degree), mean_threshold(deltas, R[:, :1], degree))
     return out
 
 
 def mean_parts(predicted: list, degree: int = DEGREE) -> list[str]:
     """Markdown: per width, d and t1, validation.profile_mean's law: eq. (2)'s crossings at d' = d (learned_prof),
-    2d, 4d and 16d, and the mean even thresholds of eq. (3) (whole grid) and eq. (3') (first q) with the 16-84 %
+    2d, 4d and 16d with eq. (6)'s s.e. (and its two parts, the logistic one and rbar's), and the mean even thresholds of eq. (3) (whole grid) and eq. (3') (first q) with the 16-84 %
     range of eq. (4)'s bootstrap and its draws off the cell's range."""
-    lines = ["| m | d | t1 | runs | deltas | K | " + " | ".join(f"eq. (2) at d' = {x} (s.e.)" for x in SCALE_NAMES[:-1])
+    lines = ["| m | d | t1 | runs | deltas | K | " + " | ".join(f"eq. (2) at d' = {x} +- s.e. (logistic, rbar's)"
+                                                               for x in SCALE_NAMES[:-1])
              + " | delta_bar, eq. (3) [16 %, 84 %] (off range) | delta_0, eq. (3') [16 %, 84 %] (off range) |",
              "|---|---|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
     for (m, d, t1), (scaled, whole, first) in mean_crossings(predicted, degree).items():
-        text = [crossing_text(c, se) for _, c, se in scaled]
+        text = [c.text() for c in scaled]
         lines.append(f"| {m} | {d} | {t1} | {whole.runs} | {whole.deltas} | {whole.degree} | " + " | ".join(text)
                      + "".join(f" | {x.text()} ({x.off_range} / {x.draws})" for x in (whole, first)) + " |")
+    return lines
+
+
+def released_crossings(released: list, t1s) -> dict:
+    """{(m, d): (crossing, s.e.)}: GD's released crossing (release_check eq. (3)) of each width and d, over the
+    releases at a t1 of ``t1s`` with the random start (scale 1), where the fractions bracket 1/2."""
+    cells = {}
+    for r in released:
+        if r["t1"] in t1s and r.get("scale", 1.0) == 1.0:
+            cells.setdefault((r["m"], r["d"]), []).append(r)
+    out = {key: released_crossing(rows) for key, rows in sorted(cells.items())}
+    return {key: v for key, v in out.items() if v[0] is not None}
+
+
+def mean_against_gd(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
+    """Markdown: validation.profile_mean eq. (2) read from d to d' = ratio x d > d beside GD's released crossing at
+    d' (where both exist), and their difference in combined s.e. (eq. (6)'s s.e. and the logistic one of GD); where
+    eq. (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side."""
+    gd = released_crossings(released, {p["t1"] for p in predicted})
+    lines = ["| m | d | d' | eq. (2) at d' +- s.e. (logistic, rbar's) | GD at d' (s.e.) | difference / combined s.e. |",
+             "|---|---|---|---|---|---|"]
+    for (m, d, t1), (scaled, _, _) in mean_crossings(predicted, degree).items():
+        for c in scaled:
+            target = gd.get((m, c.ratio * d))
+            if c.ratio == 1 or target is None:
+                continue
+            if c.value is None:    # beyond the profiles' deltas: GD on the same side, or how far from the edge
+                side, edge = c.bound
+                gap = (target[0] - edge) / target[1]
+                z = ("same side" if (gap < 0) == (side == "<") else f"GD {abs(gap):.1f} s.e. on the other side")
+            else:
+                z = "open" if not math.isfinite(c.se) else f"{(c.value - target[0]) / math.hypot(c.se, target[1]):+.1f}"
+            lines.append(f"| {m} | {d} | {c.ratio * d} | {c.text()} | {crossing_text(*target)} | {z} |")
     return lines
 
 
@@ -400,11 +435,11 @@ def fluctuation_parts(predicted: list, degree: int = DEGREE, qs=(1e-4, 1e-3, 1e-
     mean and of f, times sqrt(n)) at the grid points nearest ``qs`` in log q, +- s / sqrt(2 dof)."""
     lines = ["| m | d | t1 | runs | " + " | ".join(f"s_r at q = {q:g}" for q in qs) + " | "
              + " | ".join(f"s_f at q = {q:g}" for q in qs) + " |", "|---|---|---|---|" + "---|" * (2 * len(qs))]
-    for (m, d, t1), grid, runs, deltas, R, F in _mean_cells(predicted):
+    for (m, d, t1), qgrid, runs, deltas, R, F in _mean_cells(predicted):
         if len(runs) <= degree_for(deltas, degree) + 1:
             continue
-        scale = fluctuation_scale(deltas, d, R, F, grid, degree)
-        at = [int(np.argmin(np.abs(np.log(grid / q)))) for q in qs]
+        scale = fluctuation_scale(deltas, d, R, F, qgrid, degree)
+        at = [int(np.argmin(np.abs(np.log(qgrid / q)))) for q in qs]
         text = [f"{s[j]:.3g} +- {s[j] / np.sqrt(2 * dof):.2g}" for s, dof in ((scale.s_r, scale.dof_r),
                                                                               (scale.s_f, scale.dof_f)) for j in at]
         lines.append(f"| {m} | {d} | {t1} | {len(runs)} | " + " | ".join(text) + " |")
@@ -444,17 +479,11 @@ def figure(path, predicted: list, released: list, settle_files: dict, D: int, ti
         profiles = {(m, d): [(None if ratio is None else ratio * d, c, se) for ratio, c, se in values]
                     for (m, d, t1), values in scaled_crossings(predicted).items()}
     else:
-        profiles = {(m, d): [(ratio * d, c, se) for ratio, c, se in scaled] + [(None, first.value, first.se)]
+        profiles = {(m, d): [(c.ratio * d, c.value, c.se) for c in scaled] + [(None, first.value, first.se)]
                     for (m, d, t1), (scaled, _, first) in mean_crossings(predicted, degree).items()}
-    cells = {}
-    for r in released:
-        if r["t1"] in t1s and r.get("scale", 1.0) == 1.0:
-            cells.setdefault((r["m"], r["d"]), []).append(r)
     measured = {}
-    for (m, d), rows in sorted(cells.items()):
-        c, se = released_crossing(rows)
-        if c is not None:
-            measured.setdefault(m, []).append((d, c, se))
+    for (m, d), (c, se) in released_crossings(released, t1s).items():
+        measured.setdefault(m, []).append((d, c, se))
     limits = {}
     for m, lines in settle_files.items():
         steps = thresholds_by_step(lines, D)

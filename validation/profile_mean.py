@@ -19,6 +19,10 @@ scales with f, and rbar is the part that is the same at every d:
     s_r(q)^2 = sum_i n_i (r_i - rbar(q, delta_i))^2 / (runs - K - 1),  s_f(q)^2 = sum_i n_i f_i^2 / runs,          (5)
                 the fluctuations' sizes in units of n^-1/2 (n_i = delta_i d); eq. (2) assumes both the same at every
                 d (their s.e. about s / sqrt(2 dof)).
+    rbar*_b = eq. (1) refitted on rbar(q, delta_i) + c sqrt(delta_j / delta_i) rho_j(q), j drawn for each run i      (6)
+              (a residual bootstrap: whole rows over q, rescaled to run i's n; c = sqrt(runs / (runs - K - 1)));
+    se(d')^2 = se_logistic^2 + se_rbar^2,  se_rbar = the standard deviation of eq. (2)'s crossing over the draws,
+              each run's own r and f kept and rbar replaced by rbar*_b: eq. (2)'s s.e. with rbar's error.
 
 At d' = d, eq. (2) is profile_check eq. (9) at d' = d, learned_prof (r + f, exactly); at d' = inf it is rbar > 0,
 for which eq. (3) gives the threshold, the mean even part's, to be set beside the d = inf law's delta_NN.  Eq. (3)
@@ -32,7 +36,10 @@ Approximations: rbar at d is taken for d = inf's mean (eqs. (3)-(3') test this a
 fluctuation r - rbar is taken to be O(n^-1/2) at every q (measured: its spread over data sets times sqrt(n) is about
 constant from d = 400 to 800 at q >= 0.02, but at q <= 10^-3 it does not shrink from d = 400 to 800, section 12l);
 rbar's own estimation error (about the runs' spread over sqrt(runs per delta), smoothed by the polynomial) is kept
-at its size in eq. (2) when d' > d, not scaled; the least value over q of an estimated rbar is biased low at few
+at its size in eq. (2) when d' > d, not scaled, and eq. (6) carries it into the crossing's s.e. (it enters eq. (2)
+with weight 1 - sqrt(d / d'): none at d' = d); eq. (6) adds the two errors in quadrature, as if independent, though
+the same runs give both, and its residuals are taken exchangeable across deltas once rescaled by sqrt(n) (eq. (5)'s
+law); the least value over q of an estimated rbar is biased low at few
 runs, which moves delta_bar up, and eq. (4) shows that spread but does not remove the bias; K = 2 (fewer where the
 cell has fewer deltas) is a choice, the polynomial a smoothing in delta, not a law (`degree` sets it); a run's r
 beyond its own q range is held at its end value.
@@ -42,17 +49,23 @@ gives 21.6 [20.3, 22.8] / 20.3 [18.9, 22.1] / 20.7 [19.2, 22.7] at m = 1, d = 40
 law's 21.35 [18.76, 23.93]; 33.4 [30.7, 36.2] / 27.7 [25.4, 29.7] at m = 2, d = 400 / 800, against 28.49 [26.03,
 30.95]; 31.0 [26.4, 34.1] / 33.0 [32.0, 34.6] at m = 4, d = 400 / 800, against 34.53 [31.57, 37.49]; below 24
 at m = 8, d = 400 (one data set per delta), against 38.81 [35.91, 41.72].  Eq. (3) lies
-0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d meets GD's released crossings at m = 1 (within 0.8 combined s.e.,
-from d = 400 and 800) and at m = 2 from d = 400 (-0.7 and +1.9 s.e.), where eq. (9) was up to 2.8 s.e. high; m = 2
-from d = 800 to 1600 misses (17.1 +- 2.9 against 10.0 +- 1.2).  Eq. (5): s_f and s_r at q >= 0.01 are flat in d
+0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d, with eq. (6)'s s.e., meets GD's released crossings (section
+12m, profile_check's table of eq. (2) beside GD): at m = 1 by -0.8 / +0.2 combined s.e. from d = 400 to 800 / 1600
+and 0.0 from 800 to 1600; at m = 2 by +1.7 from d = 400 to 1600 and +1.9 from 800 to 1600 (+2.4 with the logistic
+s.e. alone: rbar's error, 1.3 there, is what brings it inside 2), while from 400 to 800 eq. (6)'s s.e. is open (79
+of 400 draws do not bracket 1/2: the crossing, 12.6, sits at the cell's lowest deltas).  Eq. (9) was up to 2.8 s.e.
+high there.  Eq. (5): s_f and s_r at q >= 0.01 are flat in d
 within their errors, s_r at q <= 10^-3 grows (m = 1: 0.30 / 0.47 / 0.58 at q = 10^-3, d = 400 / 800 / 1600).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
+
+from thresholds.crossing import logistic_crossing
 
 DEGREE = 2          # K of eq. (1)
 DRAWS = 400         # B of eq. (4)
@@ -191,3 +204,89 @@ def fluctuation_scale(deltas, d: int, R, F, grid, degree: int = DEGREE) -> Fluct
     rho = R - rbar_at(mean_push(deltas, R, K), deltas)
     return FluctuationScale(np.asarray(grid, dtype=float), np.sqrt(np.sum(n * rho ** 2, axis=0) / dof_r),
                             np.sqrt(np.sum(n * F ** 2, axis=0) / len(deltas)), dof_r, len(deltas))
+
+
+def residual_draws(deltas, R, degree: int, draws: int = DRAWS, seed: int = 0) -> np.ndarray:
+    """Eq. (6)'s refits: ``draws`` coefficient arrays (draws x K + 1 x grid points) of eq. (1), each fitted to the
+    runs' rbar plus residual rows drawn with replacement from all runs, rescaled to the receiving run's n and
+    inflated for the K + 1 fitted coefficients."""
+    deltas = np.asarray(deltas, dtype=float)
+    R = np.asarray(R, dtype=float)
+    dof = len(deltas) - degree - 1
+    if dof < 1:
+        raise ValueError("eq. (6) needs more runs than the K + 1 coefficients of eq. (1)")
+    fitted = rbar_at(mean_push(deltas, R, degree), deltas)
+    unit = (R - fitted) * np.sqrt(deltas)[:, None] * math.sqrt(len(deltas) / dof)    # residuals times sqrt(n / d)
+    rng = np.random.default_rng(seed)
+    V = np.vander(deltas, degree + 1)
+    pinv = np.linalg.pinv(V)
+    picks = rng.integers(len(deltas), size=(draws, len(deltas)))
+    return np.einsum("kr,brg->bkg", pinv, fitted[None] + unit[picks] / np.sqrt(deltas)[None, :, None])
+
+
+@dataclass(frozen=True)
+class ScaledCrossing:
+    """Eq. (2)'s logistic crossing at d' = ``ratio`` x d with ``se_logistic`` (the runs' fractions learned alone),
+    ``se_rbar`` (eq. (6); inf where more than 16 % of the draws do not bracket 1/2 (the others' spread is then
+    not the law's), None where there are no draws:
+    a cell with no more runs than K + 1) and ``se``, the two in quadrature (the logistic one alone where se_rbar is
+    None); ``value`` None where the fractions do not bracket 1/2, and then ``bound`` says on which side of the cell's
+    deltas the crossing lies: ("<", the least delta) where at least half the runs learn at every delta, (">", the
+    largest) where fewer than half do at every delta."""
+    ratio: float
+    value: float | None
+    se_logistic: float | None
+    se_rbar: float | None
+    unbracketed: int
+    draws: int
+    bound: tuple | None = None
+
+    @property
+    def se(self) -> float | None:
+        if self.value is None:
+            return None
+        return self.se_logistic if self.se_rbar is None else math.hypot(self.se_logistic, self.se_rbar)
+
+    def text(self) -> str:
+        """"c +- se (logistic se, rbar's se)" as the tables print it; "< x" / "> x" where the crossing lies
+        beyond the cell's deltas (``bound``)."""
+        if self.value is None:
+            return f"{self.bound[0]} {self.bound[1]:g}" if self.bound else "-"
+        if self.se_rbar is None:
+            return f"{self.value:.1f} +- {self.se:.1f} ({self.se_logistic:.1f}, no draws)"
+        if not math.isfinite(self.se_rbar):
+            return (f"{self.value:.1f} +- open ({self.se_logistic:.1f}, open: {self.unbracketed} / {self.draws} "
+                    "draws unbracketed)")
+        return f"{self.value:.1f} +- {self.se:.1f} ({self.se_logistic:.1f}, {self.se_rbar:.1f})"
+
+
+def scaled_crossing(deltas, runs, grid, coef, draws, ratio: float) -> ScaledCrossing:
+    """Eq. (2)'s crossing at d' = ratio x d and its eq. (6) s.e.: ``runs`` [(r, f, q)] at their own q, ``coef`` eq.
+    (1)'s fit on the ``grid`` and ``draws`` its eq. (6) refits (:func:`residual_draws`)."""
+    deltas = np.asarray(deltas, dtype=float)
+    levels = sorted(set(deltas.tolist()))
+    memo = {}
+
+    def crossing(rbar_rows):
+        flags = tuple(learned_scaled(r, f, at_own_q(grid, rb, q), ratio) for (r, f, q), rb in zip(runs, rbar_rows))
+        if flags not in memo:
+            memo[flags] = logistic_crossing(levels, [sum(x for x, dl in zip(flags, deltas) if dl == lv) for lv in levels],
+                                            [int(np.sum(deltas == lv)) for lv in levels])
+        return memo[flags]
+
+    rows = rbar_at(coef, deltas)
+    value, se_logistic = crossing(rows)
+    if value is None:
+        rates = [np.mean([learned_scaled(r, f, at_own_q(grid, rb, q), ratio)
+                          for (r, f, q), rb, x in zip(runs, rows, deltas) if x == lv]) for lv in levels]
+        bound = ("<", levels[0]) if min(rates) >= 0.5 else (">", levels[-1]) if max(rates) <= 0.5 else None
+        return ScaledCrossing(ratio, None, None, None, 0, len(draws), bound)
+    if len(draws) == 0:
+        return ScaledCrossing(ratio, value, se_logistic, None, 0, 0)
+    values = np.array([crossing(rbar_at(c, deltas))[0] for c in draws], dtype=object)
+    missing = int(sum(v is None for v in values))
+    got = np.sort([v for v in values if v is not None]).astype(float)
+    # the draws' standard deviation, not a quantile range: with a few runs per delta most draws leave every run's
+    # flag, and so the crossing, as it was, and the 16-84 % range of so lumpy a law is often exactly 0
+    se_rbar = math.inf if missing > 0.16 * len(draws) or len(got) < 2 else float(np.std(got, ddof=1))
+    return ScaledCrossing(ratio, value, se_logistic, se_rbar, missing, len(draws))

@@ -22,7 +22,6 @@ Run:  python -m validation.width_horizon --settle 1=S1.jsonl --settle 2=S2.jsonl
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
