@@ -82,10 +82,11 @@ learned_prof crosses at 14.2 / 14.0: the force alone puts GD's finite-d threshol
 lowering of them.  Eq. (9) meets GD's released crossing at d' = 2d and is high at 4d (1.7 and 2.8 s.e. at m = 1, 2):
 r is shallower at d = 800 than at 400 at every delta, against the assumption that its mean does not move with d.
 validation.profile_mean splits r further into its mean over data sets and the data set's fluctuation: the mean's
-threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (not at m = 8, d = 400), and with both
-fluctuations scaled as n^-1/2 (its eq. (2)) the profiles meet GD's released crossings at 2d and 4d where eq. (9)
-was high (within 2 combined s.e. once eq. (2)'s s.e. carries rbar's error, its eq. (6); one of the six comparisons
-open, section 12m).
+threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (m = 8 at d = 400: 33.2 [31.5, 35.8] against
+38.8-45, section 12n), and with both fluctuations scaled as n^-1/2 (its eq. (2)) the profiles meet GD's released
+crossings at 2d and 4d from m = 1 to 8, where eq. (9) was high at m <= 2 (within 2 combined s.e. in the 9
+comparisons with a finite s.e. once eq. (2)'s s.e. carries rbar's error, its eq. (6); one more open; sections
+12m-12n).  The summary prints that comparison (:func:`mean_against_gd`).
 
 Run:  python -m validation.profile_check -a gelu --eta 0.1 --m 1 --delta 12,16 --dims 400 --seeds 0 \\
           --t1 10000 --steps 30000 --out P.jsonl

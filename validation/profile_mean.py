@@ -44,17 +44,19 @@ runs, which moves delta_bar up, and eq. (4) shows that spread but does not remov
 cell has fewer deltas) is a choice, the polynomial a smoothing in delta, not a law (`degree` sets it); a run's r
 beyond its own q range is held at its end value.
 
-Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4; validation/reports/planted/width section 12l): eq. (3')
+Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4; validation/reports/planted/width sections 12l-12n): eq. (3')
 gives 21.6 [20.3, 22.8] / 20.3 [18.9, 22.1] / 20.7 [19.2, 22.7] at m = 1, d = 400 / 800 / 1600, against the d = inf
 law's 21.35 [18.76, 23.93]; 33.4 [30.7, 36.2] / 27.7 [25.4, 29.7] at m = 2, d = 400 / 800, against 28.49 [26.03,
-30.95]; 31.0 [26.4, 34.1] / 33.0 [32.0, 34.6] at m = 4, d = 400 / 800, against 34.53 [31.57, 37.49]; below 24
-at m = 8, d = 400 (one data set per delta), against 38.81 [35.91, 41.72].  Eq. (3) lies
-0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d, with eq. (6)'s s.e., meets GD's released crossings (section
+30.95]; 31.9 [28.4, 34.6] / 33.0 [32.0, 34.6] at m = 4, d = 400 / 800, against 34.53 [31.57, 37.49] (rising with the
+horizon); 33.2 [31.5, 35.8] at m = 8, d = 400 (28 runs; one data set per delta had put it below 24, section 12n),
+against 38.81 [35.91, 41.72] at 1500 steps and [40, 45] at 3000: from m = 4 on the finite-d mean lies below the
+d = inf law, by more at m = 8.  Eq. (3) lies 0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d, with eq. (6)'s s.e., meets GD's released crossings (section
 12m, profile_check's table of eq. (2) beside GD): at m = 1 by -0.8 / +0.2 combined s.e. from d = 400 to 800 / 1600
 and 0.0 from 800 to 1600; at m = 2 by +1.7 from d = 400 to 1600 and +1.9 from 800 to 1600 (+2.4 with the logistic
 s.e. alone: rbar's error, 1.3 there, is what brings it inside 2), while from 400 to 800 eq. (6)'s s.e. is open (79
 of 400 draws do not bracket 1/2: the crossing, 12.6, sits at the cell's lowest deltas).  Eq. (9) was up to 2.8 s.e.
-high there.  Eq. (5): s_f and s_r at q >= 0.01 are flat in d
+high there.  At m = 4 and 8, from profiles at delta 3-7.5 (section 12n), by -0.3 / +0.6 and -1.0 / -0.2 from d =
+400 to 800 / 1600 (GD's m = 8 cells have one run per delta).  Eq. (5): s_f and s_r at q >= 0.01 are flat in d
 within their errors, s_r at q <= 10^-3 grows (m = 1: 0.30 / 0.47 / 0.58 at q = 10^-3, d = 400 / 800 / 1600).
 """
 
