@@ -49,15 +49,16 @@ gives 21.6 [20.3, 22.8] / 20.3 [18.9, 22.1] / 20.7 [19.2, 22.7] at m = 1, d = 40
 law's 21.35 [18.76, 23.93]; 33.4 [30.7, 36.2] / 27.7 [25.4, 29.7] at m = 2, d = 400 / 800, against 28.49 [26.03,
 30.95]; 31.9 [28.4, 34.6] / 33.0 [32.0, 34.6] at m = 4, d = 400 / 800, against 34.53 [31.57, 37.49] (rising with the
 horizon); 33.2 [31.5, 35.8] at m = 8, d = 400 (28 runs; one data set per delta had put it below 24, section 12n),
-against 38.81 [35.91, 41.72] at 1500 steps and [40, 45] at 3000: from m = 4 on the finite-d mean lies below the
-d = inf law, by more at m = 8.  Eq. (3) lies 0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d, with eq. (6)'s s.e., meets GD's released crossings (section
-12m, profile_check's table of eq. (2) beside GD): at m = 1 by -0.8 / +0.2 combined s.e. from d = 400 to 800 / 1600
-and 0.0 from 800 to 1600; at m = 2 by +1.7 from d = 400 to 1600 and +1.9 from 800 to 1600 (+2.4 with the logistic
-s.e. alone: rbar's error, 1.3 there, is what brings it inside 2), while from 400 to 800 eq. (6)'s s.e. is open (79
-of 400 draws do not bracket 1/2: the crossing, 12.6, sits at the cell's lowest deltas).  Eq. (9) was up to 2.8 s.e.
-high there.  At m = 4 and 8, from profiles at delta 3-7.5 (section 12n), by -0.3 / +0.6 and -1.0 / -0.2 from d =
-400 to 800 / 1600 (GD's m = 8 cells have one run per delta).  Eq. (5): s_f and s_r at q >= 0.01 are flat in d
-within their errors, s_r at q <= 10^-3 grows (m = 1: 0.30 / 0.47 / 0.58 at q = 10^-3, d = 400 / 800 / 1600).
+against 38.81 [35.91, 41.72] at 1500 steps and [40, 45] at 3000: from m = 4 on the finite-d mean lies below the d =
+inf law, by more at m = 8.  Eq. (3) lies 0.0-1.1 above eq. (3').  Eq. (2) at d' = 2d and 4d, with eq. (6)'s s.e.,
+meets GD's released crossings (section 12m, profile_check's table of eq. (2) beside GD): at m = 1 by -0.8 / +0.2
+combined s.e. from d = 400 to 800 / 1600 and 0.0 from 800 to 1600; at m = 2 by +1.7 from d = 400 to 1600 and +1.9
+from 800 to 1600 (+2.4 with the logistic s.e. alone: rbar's error, 1.3 there, is what brings it inside 2), while
+from 400 to 800 eq. (6)'s s.e. is open (79 of 400 draws do not bracket 1/2: the crossing, 12.6, sits at the cell's
+lowest deltas).  Eq. (9) was up to 2.8 s.e. high there.  At m = 4 and 8, from profiles at delta 3-7.5 (section 12n),
+by -0.3 / +0.6 and -1.0 / -0.2 from d = 400 to 800 / 1600 (GD's m = 8 cells have one run per delta).  Eq. (5): s_f
+and s_r at q >= 0.01 are flat in d within their errors, s_r at q <= 10^-3 grows (m = 1: 0.30 / 0.47 / 0.58 at q =
+10^-3, d = 400 / 800 / 1600).
 """
 
 from __future__ import annotations
@@ -229,12 +230,11 @@ def residual_draws(deltas, R, degree: int, draws: int = DRAWS, seed: int = 0) ->
 @dataclass(frozen=True)
 class ScaledCrossing:
     """Eq. (2)'s logistic crossing at d' = ``ratio`` x d with ``se_logistic`` (the runs' fractions learned alone),
-    ``se_rbar`` (eq. (6); inf where more than 16 % of the draws do not bracket 1/2 (the others' spread is then
-    not the law's), None where there are no draws:
-    a cell with no more runs than K + 1) and ``se``, the two in quadrature (the logistic one alone where se_rbar is
-    None); ``value`` None where the fractions do not bracket 1/2, and then ``bound`` says on which side of the cell's
-    deltas the crossing lies: ("<", the least delta) where at least half the runs learn at every delta, (">", the
-    largest) where fewer than half do at every delta."""
+    ``se_rbar`` (eq. (6); inf where more than 16 % of the draws do not bracket 1/2, as the others' spread is then
+    not the law's; None where there are no draws, a cell with no more runs than K + 1) and ``se``, the two in
+    quadrature (the logistic one alone where se_rbar is None); ``value`` None where the fractions do not bracket 1/2,
+    and then ``bound`` says on which side of the cell's deltas the crossing lies: ("<", the least delta) where at
+    least half the runs learn at every delta, (">", the largest) where fewer than half do at every delta."""
     ratio: float
     value: float | None
     se_logistic: float | None
@@ -267,25 +267,26 @@ def scaled_crossing(deltas, runs, grid, coef, draws, ratio: float) -> ScaledCros
     (1)'s fit on the ``grid`` and ``draws`` its eq. (6) refits (:func:`residual_draws`)."""
     deltas = np.asarray(deltas, dtype=float)
     levels = sorted(set(deltas.tolist()))
+    counts = [int(np.sum(deltas == lv)) for lv in levels]
     memo = {}
 
-    def crossing(rbar_rows):
-        flags = tuple(learned_scaled(r, f, at_own_q(grid, rb, q), ratio) for (r, f, q), rb in zip(runs, rbar_rows))
+    def flags_of(rbar_rows) -> tuple:
+        return tuple(learned_scaled(r, f, at_own_q(grid, rb, q), ratio) for (r, f, q), rb in zip(runs, rbar_rows))
+
+    def crossing(flags):
         if flags not in memo:
-            memo[flags] = logistic_crossing(levels, [sum(x for x, dl in zip(flags, deltas) if dl == lv) for lv in levels],
-                                            [int(np.sum(deltas == lv)) for lv in levels])
+            learned = [sum(x for x, dl in zip(flags, deltas) if dl == lv) for lv in levels]
+            memo[flags] = (logistic_crossing(levels, learned, counts), learned)
         return memo[flags]
 
-    rows = rbar_at(coef, deltas)
-    value, se_logistic = crossing(rows)
+    (value, se_logistic), learned = crossing(flags_of(rbar_at(coef, deltas)))
     if value is None:
-        rates = [np.mean([learned_scaled(r, f, at_own_q(grid, rb, q), ratio)
-                          for (r, f, q), rb, x in zip(runs, rows, deltas) if x == lv]) for lv in levels]
+        rates = [k / n for k, n in zip(learned, counts)]
         bound = ("<", levels[0]) if min(rates) >= 0.5 else (">", levels[-1]) if max(rates) <= 0.5 else None
         return ScaledCrossing(ratio, None, None, None, 0, len(draws), bound)
     if len(draws) == 0:
         return ScaledCrossing(ratio, value, se_logistic, None, 0, 0)
-    values = np.array([crossing(rbar_at(c, deltas))[0] for c in draws], dtype=object)
+    values = [crossing(flags_of(rbar_at(c, deltas)))[0][0] for c in draws]
     missing = int(sum(v is None for v in values))
     got = np.sort([v for v in values if v is not None]).astype(float)
     # the draws' standard deviation, not a quantile range: with a few runs per delta most draws leave every run's
