@@ -371,7 +371,7 @@ def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
     """{(m, d, t1): ([ScaledCrossing] over SCALES[:-1], MeanThreshold of eq. (3), of eq. (3'))} of the cells with two
     deltas at least: validation.profile_mean eq. (2) read at d' = ratio x d (the logistic crossing, release_check
     eq. (3), its s.e. with rbar's error by eq. (6) where the cell has more runs than K + 1, else the logistic one
-    alone with rbar's part open), and for d' = inf eqs. (3) and (3') with their bootstrap (eq. (4))."""
+    alone, marked "no draws"), and for d' = inf eqs. (3) and (3') with their bootstrap (eq. (4))."""
     out = {}
     for key, qgrid, runs, deltas, R, _ in _mean_cells(predicted):
         K = degree_for(deltas, degree)
@@ -385,8 +385,9 @@ def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
 
 def mean_parts(predicted: list, degree: int = DEGREE) -> list[str]:
     """Markdown: per width, d and t1, validation.profile_mean's law: eq. (2)'s crossings at d' = d (learned_prof),
-    2d, 4d and 16d with eq. (6)'s s.e. (and its two parts, the logistic one and rbar's), and the mean even thresholds of eq. (3) (whole grid) and eq. (3') (first q) with the 16-84 %
-    range of eq. (4)'s bootstrap and its draws off the cell's range."""
+    2d, 4d and 16d with eq. (6)'s s.e. (and its two parts, the logistic one and rbar's), and the mean even
+    thresholds of eq. (3) (whole grid) and eq. (3') (first q) with the 16-84 % range of eq. (4)'s bootstrap and its
+    draws off the cell's range."""
     lines = ["| m | d | t1 | runs | deltas | K | " + " | ".join(f"eq. (2) at d' = {x} +- s.e. (logistic, rbar's)"
                                                                for x in SCALE_NAMES[:-1])
              + " | delta_bar, eq. (3) [16 %, 84 %] (off range) | delta_0, eq. (3') [16 %, 84 %] (off range) |",
