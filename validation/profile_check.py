@@ -284,11 +284,12 @@ def summary(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
         return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]), str(p["steps"]),
                 f"{p['push'][0]:.3g}", f"{min(p['push']):.3g}", "-" if p["stall"] is None else f"{p['stall']:.3g}",
                 *measured]
+    means = mean_crossings(predicted, degree)     # eq. (6)'s refits once, for both tables that read them
     lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
                                                   "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
     return (lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted) + [""]
-            + mean_parts(predicted, degree) + [""] + mean_against_gd(predicted, released, degree) + [""]
-            + fluctuation_parts(predicted, degree))
+            + mean_parts(predicted, degree, means) + [""] + mean_against_gd(predicted, released, degree, means)
+            + [""] + fluctuation_parts(predicted, degree))
 
 
 def learned_at(r, f, ratio: float | None) -> bool:
@@ -383,16 +384,16 @@ def mean_crossings(predicted: list, degree: int = DEGREE) -> dict:
     return out
 
 
-def mean_parts(predicted: list, degree: int = DEGREE) -> list[str]:
+def mean_parts(predicted: list, degree: int = DEGREE, means: dict | None = None) -> list[str]:
     """Markdown: per width, d and t1, validation.profile_mean's law: eq. (2)'s crossings at d' = d (learned_prof),
     2d, 4d and 16d with eq. (6)'s s.e. (and its two parts, the logistic one and rbar's), and the mean even
     thresholds of eq. (3) (whole grid) and eq. (3') (first q) with the 16-84 % range of eq. (4)'s bootstrap and its
-    draws off the cell's range."""
+    draws off the cell's range (``means``: :func:`mean_crossings` of the same records, if already made)."""
     lines = ["| m | d | t1 | runs | deltas | K | " + " | ".join(f"eq. (2) at d' = {x} +- s.e. (logistic, rbar's)"
                                                                for x in SCALE_NAMES[:-1])
              + " | delta_bar, eq. (3) [16 %, 84 %] (off range) | delta_0, eq. (3') [16 %, 84 %] (off range) |",
              "|---|---|---|---|---|---|" + "---|" * (len(SCALES) + 1)]
-    for (m, d, t1), (scaled, whole, first) in mean_crossings(predicted, degree).items():
+    for (m, d, t1), (scaled, whole, first) in (means or mean_crossings(predicted, degree)).items():
         text = [c.text() for c in scaled]
         lines.append(f"| {m} | {d} | {t1} | {whole.runs} | {whole.deltas} | {whole.degree} | " + " | ".join(text)
                      + "".join(f" | {x.text()} ({x.off_range} / {x.draws})" for x in (whole, first)) + " |")
@@ -410,14 +411,15 @@ def released_crossings(released: list, t1s) -> dict:
     return {key: v for key, v in out.items() if v[0] is not None}
 
 
-def mean_against_gd(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
+def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means: dict | None = None) -> list[str]:
     """Markdown: validation.profile_mean eq. (2) read from d to d' = ratio x d > d beside GD's released crossing at
     d' (where both exist), and their difference in combined s.e. (eq. (6)'s s.e. and the logistic one of GD); where
-    eq. (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side."""
+    eq. (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side (``means`` as in
+    :func:`mean_parts`)."""
     gd = released_crossings(released, {p["t1"] for p in predicted})
     lines = ["| m | d | d' | eq. (2) at d' +- s.e. (logistic, rbar's) | GD at d' (s.e.) | difference / combined s.e. |",
              "|---|---|---|---|---|---|"]
-    for (m, d, t1), (scaled, _, _) in mean_crossings(predicted, degree).items():
+    for (m, d, t1), (scaled, _, _) in (means or mean_crossings(predicted, degree)).items():
         for c in scaled:
             target = gd.get((m, c.ratio * d))
             if c.ratio == 1 or target is None:

@@ -184,6 +184,16 @@ def learned_scaled(r, f, rbar, ratio: float | None) -> bool:
     return bool(np.all(rbar + s * (r - rbar + f) > 0))
 
 
+def residuals(deltas, R, K: int) -> tuple:
+    """Eq. (1)'s fit at the runs' own deltas (runs x grid points), the residuals rho = r - rbar of eqs. (5)-(6) and
+    their degrees of freedom, runs - K - 1."""
+    dof = len(deltas) - K - 1
+    if dof < 1:
+        raise ValueError("eqs. (5)-(6) need more runs than the K + 1 coefficients of eq. (1)")
+    fitted = rbar_at(mean_push(deltas, R, K), deltas)
+    return fitted, R - fitted, dof
+
+
 @dataclass(frozen=True)
 class FluctuationScale:
     """Eq. (5) on one cell: on the ``grid``, ``s_r`` (the restoring push's fluctuation about eq. (1)) and ``s_f``
@@ -199,12 +209,8 @@ def fluctuation_scale(deltas, d: int, R, F, grid, degree: int = DEGREE) -> Fluct
     """Eq. (5) from the runs' deltas at dimension ``d`` and their r and f on the ``grid`` (runs x grid points)."""
     deltas = np.asarray(deltas, dtype=float)
     R, F = np.asarray(R, dtype=float), np.asarray(F, dtype=float)
-    K = degree_for(deltas, degree)
-    dof_r = len(deltas) - K - 1
-    if dof_r < 1:
-        raise ValueError("eq. (5) needs more runs than the K + 1 coefficients of eq. (1)")
+    _, rho, dof_r = residuals(deltas, R, degree_for(deltas, degree))
     n = (deltas * d)[:, None]
-    rho = R - rbar_at(mean_push(deltas, R, K), deltas)
     return FluctuationScale(np.asarray(grid, dtype=float), np.sqrt(np.sum(n * rho ** 2, axis=0) / dof_r),
                             np.sqrt(np.sum(n * F ** 2, axis=0) / len(deltas)), dof_r, len(deltas))
 
@@ -215,11 +221,8 @@ def residual_draws(deltas, R, degree: int, draws: int = DRAWS, seed: int = 0) ->
     inflated for the K + 1 fitted coefficients."""
     deltas = np.asarray(deltas, dtype=float)
     R = np.asarray(R, dtype=float)
-    dof = len(deltas) - degree - 1
-    if dof < 1:
-        raise ValueError("eq. (6) needs more runs than the K + 1 coefficients of eq. (1)")
-    fitted = rbar_at(mean_push(deltas, R, degree), deltas)
-    unit = (R - fitted) * np.sqrt(deltas)[:, None] * math.sqrt(len(deltas) / dof)    # residuals times sqrt(n / d)
+    fitted, rho, dof = residuals(deltas, R, degree)
+    unit = rho * np.sqrt(deltas)[:, None] * math.sqrt(len(deltas) / dof)    # residuals times sqrt(n / d)
     rng = np.random.default_rng(seed)
     V = np.vander(deltas, degree + 1)
     pinv = np.linalg.pinv(V)
