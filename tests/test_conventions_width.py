@@ -1,0 +1,63 @@
+"""validation.conventions_width: the settings' horizons, the grid's widening (eq. (2)), eq. (1) and the table."""
+
+import math
+
+from validation import conventions_width as cw
+from validation import records
+
+
+def test_settings_keep_the_horizon_in_time():
+    for s in cw.settings():
+        for d in cw.DIMS:
+            p = s.problem(d)
+            eta0, time_ = cw.BASE[s.activation]
+            assert math.isclose(p.eta, eta0 * s.eta_factor)
+            assert p.steps == round(time_ / p.eta)          # eta T fixed: 600 steps at the base step
+            assert p.m == s.m and p.rho0 == s.rho0 and p.link == "phase_retrieval"
+    halved = next(s for s in cw.settings() if s.label == "eta / 2" and s.activation == "quad")
+    assert halved.problem(200).steps == 1200
+    labels = [(s.activation, s.m, s.label) for s in cw.settings()]
+    assert len(labels) == len(set(labels))
+    assert ("quad", 2, "eta x 2") not in labels            # quad diverges at twice its step
+
+
+def test_widen_adds_deltas_only_where_the_rates_do_not_bracket():
+    grid = [2.0, 3.0, 4.0]
+    assert cw.widen(grid, [0.1, 0.5, 0.9]) == []
+    assert cw.widen(grid, [0.1, 0.4, 0.6]) == [5.0, 6.0]
+    assert cw.widen(grid, [0.4, 0.6, 0.9]) == [1.3, 1.6]
+    assert cw.widen(grid, [0.5, 0.5, 0.5]) == [1.3, 1.6, 5.0, 6.0]
+    assert cw.widen([0.5, 64.0], [0.5, 0.5]) == []        # the range's ends
+
+
+def test_lands_is_eq_1():
+    row = {"crossing": 6.85, "se": 0.2}
+    assert cw.lands(row, 6.0)                              # 0.85 <= 0.5 + 0.4
+    assert not cw.lands({"crossing": 7.0, "se": 0.2}, 6.0)
+    assert cw.lands({"crossing": 5.1, "se": 0.15}, 6.0) is False   # 0.9 > 0.8
+    assert not cw.lands({"crossing": None, "se": None}, 6.0)
+    assert not cw.lands(None, 6.0)
+
+
+def test_report_rows_z_and_the_settings_that_land(tmp_path):
+    path, out = tmp_path / "r.jsonl", tmp_path / "r.md"
+
+    def add(act, label, route, c, se):
+        records.append(path, {"activation": act, "m": 2, "setting": label, "d": 200, "route": route,
+                              "crossing": c, "se": se})
+    add("gelu", "default", "gd", 6.2, 0.2)
+    add("gelu", "default", "forced", 5.6, 0.4)
+    add("quad", "default", "gd", 3.3, 0.1)
+    add("quad", "default", "forced", 3.5, 0.1)
+    add("gelu", "rho0 = 0.5", "gd", 8.0, 0.2)
+    add("quad", "rho0 = 0.5", "gd", 3.6, 0.1)
+    add("quad", "rho0 = 0.5", "forced", None, None)
+    text = cw.report(path, out)
+    assert out.read_text() == text
+    line = next(t for t in text.splitlines() if t.startswith("| gelu | 2 | default |"))
+    z = (5.6 - 6.2) / math.hypot(0.4, 0.2)
+    assert f"{z:+.1f}" in line and "6.20 +- 0.20" in line and "yes / yes" in line
+    assert "| quad | 2 | rho0 = 0.5 | 0.05, 600 | 200 | 3.60 +- 0.10 | none | - | yes / no |" in text
+    assert "| gelu | 2 | rho0 = 0.5 | 0.1, 600 | 200 | 8.00 +- 0.20 | (not run) | - | no / no |" in text
+    assert "Settings with both activations run: 2; where GD and the prediction both land for both " \
+           "activations: m = 2, default, d = 200." in text

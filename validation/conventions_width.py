@@ -1,0 +1,235 @@
+"""The published figures at width m: GD and the forced finite-d prediction under other initialization scales and
+step sizes (noiseless phase retrieval), side by side.
+
+The question (issue: width): which width, initialization and step size, if any, make both the simulation and the
+prediction land on the published figures, about 6.0 for gelu and 3.6 for quad.  validation.conventions answers it
+for delta_NN at m = 1 (no convention lands there) and validation.forced_width for the width at the default
+initialization and step (conventions/finite_d_width.md).  Here one setting changes rho0 or eta at width m and one
+d, and both routes are run on it:
+
+- GD: ``validation.threshold.scan``, 40 trials per delta on a grid, its logistic crossing and s.e.;
+- the prediction: ``thresholds.forced.predict`` (forced DMFT trials, the sequential design of its eq. (2p), 40
+  trials at the two deltas around the crossing), its crossing and paired s.e.
+
+Both at one horizon in time, eta T = 60 (gelu) and 30 (quad), the horizon of the width table: halving eta doubles
+the steps, so that a row compares the same gradient-flow time.  A setting *lands* for an activation when both
+crossings lie within
+
+    |crossing - figure| <= 0.5 + 2 s.e.                                                           (1)
+
+of its figure (0.5: the "about" of the figures, as in finite_d_width.md; 2 s.e.: the crossing's own error), and
+GD and the prediction agree when z = (forced - GD) / sqrt(se_forced^2 + se_GD^2) is within 2.  Nothing is tuned: a
+setting is a row of SETTINGS, run once, reported as computed.
+
+    python -m validation.conventions_width [--only gelu] [--workers 2]    # runs what is missing, then the report
+    python -m validation.conventions_width --report-only
+
+Records: one JSON line per (activation, m, setting, d, route) in conventions/settings_width.jsonl (appended as each
+ends, so an interrupted run resumes; GD's and the forced trials are cached on disk one by one as well); the table
+in conventions/settings_width.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from thresholds.problem import Problem
+from validation import records
+from validation.threshold import horizon
+
+OUT = Path(__file__).resolve().parent / "reports" / "conventions"
+RECORDS = OUT / "settings_width.jsonl"
+REPORT = OUT / "settings_width.md"
+FIGURE = {"gelu": 6.0, "quad": 3.6}
+BASE = {"gelu": (0.1, 60.0), "quad": (0.05, 30.0)}   # eta, horizon eta T
+# the first GD grid of each activation; widened by eq. (2) where the rates do not bracket 1/2 well
+GRID = {"gelu": [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0], "quad": [2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0]}
+TRIALS = 40
+LAND = 0.5
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row: an activation at width m with rho0 and the step size scaled from the base."""
+
+    activation: str
+    m: int
+    label: str
+    rho0: float = 1.0
+    eta_factor: float = 1.0
+
+    def problem(self, d: int) -> Problem:
+        eta0, time_ = BASE[self.activation]
+        eta = eta0 * self.eta_factor
+        return Problem(self.activation, "phase_retrieval", eta=eta, steps=horizon(d, eta, time_, 0.0), m=self.m,
+                       rho0=self.rho0)
+
+    def key(self, d: int, route: str) -> tuple:
+        return (self.activation, self.m, self.label, d, route)
+
+
+def settings() -> list[Setting]:
+    """The rows in the order they run (the cheaper and the default first): m = 2 at every variant, then m = 4."""
+    rows = []
+    for m in (2, 4):
+        for act in ("gelu", "quad"):
+            rows += [Setting(act, m, "default"), Setting(act, m, "rho0 = 0.5", rho0=0.5),
+                     Setting(act, m, "rho0 = 2", rho0=2.0), Setting(act, m, "eta / 2", eta_factor=0.5)]
+            if act == "gelu":   # quad at twice its step diverges at m = 1 (conventions/README.md)
+                rows.append(Setting(act, m, "eta x 2", eta_factor=2.0))
+    return rows
+
+
+DIMS = (200, 400)
+
+
+def widen(deltas: list, rates: list) -> list:
+    """The GD grid for a further scan when its rates do not bracket 1/2 with room on both sides:
+
+        a rate above 1/4 at the least delta   -> add 0.8 and 0.65 of it below;
+        a rate below 3/4 at the largest delta -> add 1.25 and 1.5 of it above.                         (2)
+
+    [] when the grid already does (or has been widened to the range [0.5, 64])."""
+    add = []
+    if rates[0] > 0.25 and deltas[0] > 0.5:
+        add += [round(deltas[0] * f, 3) for f in (0.65, 0.8)]
+    if rates[-1] < 0.75 and deltas[-1] < 64:
+        add += [round(deltas[-1] * f, 3) for f in (1.25, 1.5)]
+    return add
+
+
+def run_gd(setting: Setting, d: int, *, workers, log=print) -> dict:
+    """GD's crossing of one setting at d (module docstring), widening the grid by eq. (2) up to three times."""
+    from validation.threshold import scan
+    problem = setting.problem(d)
+    time_ = BASE[setting.activation][1]
+    deltas = list(GRID[setting.activation])
+    t0 = time.time()
+    for attempt in range(4):
+        out = scan(problem.activation, problem.link, [d], deltas, TRIALS, eta=problem.eta, t0=time_, c=0.0,
+                   workers=workers, rho0=problem.rho0, m=problem.m)
+        if out.interrupted:
+            raise KeyboardInterrupt
+        rates = [out.successes[(d, x)] / out.trials[(d, x)] for x in deltas]
+        more = widen(deltas, rates)
+        if not more or attempt == 3:
+            break
+        log(f"  GD {setting.activation} m = {setting.m} {setting.label} d = {d}: rates "
+            + " ".join(f"{r:.2f}" for r in rates) + f"; adding deltas {more}")
+        deltas = sorted(set(deltas) | set(more))
+    c, se = out.crossings.get(d, (None, None))
+    return {"crossing": c, "se": se, "steps": problem.steps, "deltas": deltas,
+            "successes": [out.successes[(d, x)] for x in deltas], "trials": TRIALS,
+            "seconds": round(time.time() - t0, 1)}
+
+
+def run_forced(setting: Setting, d: int, start: float, *, workers, log=print) -> dict:
+    """The forced prediction's crossing of one setting at d, its grid anchored at ``start``."""
+    from thresholds.forced import predict
+    from validation.sweep import task_map
+    problem = setting.problem(d)
+    with task_map(workers) as map_trials:
+        pred = predict(problem, [d], trials=TRIALS, start=start, map_trials=map_trials,
+                       log=lambda text: log(f"  forced {setting.activation} m = {setting.m} {setting.label}: {text}"))
+    (c,) = pred.crossings
+    return {"crossing": c.value if c.found else None, "se": (c.high - c.value) if c.found else None,
+            "note": "" if c.found else c.note, "steps": problem.steps, "start": start,
+            "points": [[p.delta, p.successes, p.trials] for p in pred.points], "seconds": round(pred.seconds, 1)}
+
+
+def done_rows(path: Path = RECORDS) -> dict:
+    return {(r["activation"], r["m"], r["setting"], r["d"], r["route"]): r for r in records.read(path)}
+
+
+def run(only=None, workers=2, dims=DIMS, log=print, path: Path = RECORDS) -> None:
+    """Every (setting, d) not in the records: GD first, then the forced prediction anchored at GD's crossing (the
+    anchor only places the prediction's grid; its sequential design walks to its own crossing)."""
+    for s in settings():
+        if only and s.activation != only:
+            continue
+        for d in dims:
+            done = done_rows(path)
+            base = {"activation": s.activation, "m": s.m, "setting": s.label, "d": d, "rho0": s.rho0,
+                    "eta": s.problem(d).eta}
+            if s.key(d, "gd") not in done:
+                log(f"GD {s.activation} m = {s.m} {s.label} d = {d}")
+                records.append(path, dict(base, route="gd", **run_gd(s, d, workers=workers, log=log)))
+                done = done_rows(path)
+            gd = done[s.key(d, "gd")]
+            if s.key(d, "forced") not in done:
+                start = float(f"{gd['crossing']:.2g}") if gd["crossing"] else GRID[s.activation][3]
+                log(f"forced {s.activation} m = {s.m} {s.label} d = {d} from {start:g}")
+                records.append(path, dict(base, route="forced", **run_forced(s, d, start, workers=workers, log=log)))
+
+
+def cell(row) -> str:
+    if row is None:
+        return "(not run)"
+    if row["crossing"] is None:
+        return "none" + (f" ({row['note']})" if row.get("note") else "")
+    return f"{row['crossing']:.2f} +- {row['se']:.2f}"
+
+
+def lands(row, figure: float) -> bool:
+    """Eq. (1)."""
+    return row is not None and row["crossing"] is not None and \
+        abs(row["crossing"] - figure) <= LAND + 2 * row["se"]
+
+
+def z_text(gd, forced) -> str:
+    if gd is None or forced is None or gd["crossing"] is None or forced["crossing"] is None:
+        return "-"
+    return f"{(forced['crossing'] - gd['crossing']) / math.hypot(forced['se'], gd['se']):+.1f}"
+
+
+def report(path: Path = RECORDS, out: Path = REPORT) -> str:
+    done = done_rows(path)
+    lines = ["# GD and the forced prediction at width m under other initializations and step sizes "
+             "(phase retrieval)", "",
+             "Generated by `python -m validation.conventions_width` (module docstring: the settings, eq. (1) for "
+             "*lands*).  a = 1, b = 0, no weight decay, square loss, mean-field step; horizon eta T = 60 (gelu) and "
+             "30 (quad) in time, so eta / 2 runs twice the steps; GD 40 trials per delta, its logistic crossing; "
+             "forced: thresholds.forced.predict (40 trials at the two deltas around its crossing, paired s.e.), its "
+             "grid anchored at GD's crossing.  z = (forced - GD) / combined s.e.  Published figures: gelu about "
+             f"{FIGURE['gelu']:g}, quad about {FIGURE['quad']:g}.", "",
+             "| activation | m | setting | eta, steps | d | GD | forced | z | lands (GD / forced) |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    both = {}
+    for s in settings():
+        for d in DIMS:
+            gd, fo = done.get(s.key(d, "gd")), done.get(s.key(d, "forced"))
+            if gd is None and fo is None:
+                continue
+            p = s.problem(d)
+            hit = (lands(gd, FIGURE[s.activation]), lands(fo, FIGURE[s.activation]))
+            both.setdefault((s.m, s.label, d), {})[s.activation] = hit
+            lines.append(f"| {s.activation} | {s.m} | {s.label} | {p.eta:g}, {p.steps} | {d} | {cell(gd)} | "
+                         f"{cell(fo)} | {z_text(gd, fo)} | {'yes' if hit[0] else 'no'} / "
+                         f"{'yes' if hit[1] else 'no'} |")
+    full = [k for k, v in both.items() if len(v) == 2]
+    hits = [k for k in full if all(all(h) for h in both[k].values())]
+    lines += ["", f"Settings with both activations run: {len(full)}; where GD and the prediction both land for both "
+              "activations: " + ("; ".join(f"m = {m}, {label}, d = {d}" for m, label, d in hits) if hits else
+                                  "none") + "."]
+    text = "\n".join(lines) + "\n"
+    out.write_text(text)
+    return text
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--only", choices=sorted(BASE), help="one activation")
+    ap.add_argument("--workers", type=int, default=2, help="Dask worker processes (0: this process)")
+    ap.add_argument("--report-only", action="store_true")
+    args = ap.parse_args(argv)
+    if not args.report_only:
+        run(args.only, workers=args.workers, log=lambda text: print(text, flush=True))
+    print(report(), end="")
+
+
+if __name__ == "__main__":
+    main()
