@@ -183,6 +183,13 @@ def z_text(gd, forced) -> str:
     return f"{(forced['crossing'] - gd['crossing']) / math.hypot(forced['se'], gd['se']):+.1f}"
 
 
+def off(row, activation: str) -> str:
+    """The crossing's distance from the activation's figure."""
+    if row is None or row["crossing"] is None:
+        return "-"
+    return f"{row['crossing'] - FIGURE[activation]:+.2f}"
+
+
 def report(path: Path = RECORDS, out: Path = REPORT) -> str:
     done = done_rows(path)
     lines = ["# GD and the forced prediction at width m under other initializations and step sizes "
@@ -193,8 +200,8 @@ def report(path: Path = RECORDS, out: Path = REPORT) -> str:
              "forced: thresholds.forced.predict (40 trials at the two deltas around its crossing, paired s.e.), its "
              "grid anchored at GD's crossing.  z = (forced - GD) / combined s.e.  Published figures: gelu about "
              f"{FIGURE['gelu']:g}, quad about {FIGURE['quad']:g}.", "",
-             "| activation | m | setting | eta, steps | d | GD | forced | z | lands (GD / forced) |",
-             "|---|---|---|---|---|---|---|---|---|"]
+             "| activation | m | setting | eta, steps | d | GD | forced | z | GD / forced - figure | lands (GD / forced) |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     both = {}
     for s in settings():
         for d in DIMS:
@@ -205,7 +212,8 @@ def report(path: Path = RECORDS, out: Path = REPORT) -> str:
             hit = (lands(gd, FIGURE[s.activation]), lands(fo, FIGURE[s.activation]))
             both.setdefault((s.m, s.label, d), {})[s.activation] = hit
             lines.append(f"| {s.activation} | {s.m} | {s.label} | {p.eta:g}, {p.steps} | {d} | {cell(gd)} | "
-                         f"{cell(fo)} | {z_text(gd, fo)} | {'yes' if hit[0] else 'no'} / "
+                         f"{cell(fo)} | {z_text(gd, fo)} | {off(gd, s.activation)} / {off(fo, s.activation)} | "
+                         f"{'yes' if hit[0] else 'no'} / "
                          f"{'yes' if hit[1] else 'no'} |")
     full = [k for k, v in both.items() if len(v) == 2]
     hits = [k for k in full if all(all(h) for h in both[k].values())]
