@@ -61,3 +61,29 @@ def test_report_rows_z_and_the_settings_that_land(tmp_path):
     assert "| gelu | 2 | rho0 = 0.5 | 0.1, 600 | 200 | 8.00 +- 0.20 | (not run) | - | +2.00 / - | no / no |" in text
     assert "Settings with both activations run: 2; where GD and the prediction both land for both " \
            "activations: m = 2, default, d = 200." in text
+
+
+def test_a_diverging_setting_is_recorded_and_its_prediction_skipped(tmp_path, monkeypatch):
+    from thresholds.errors import DivergenceError
+    path = tmp_path / "r.jsonl"
+    calls = []
+
+    def gd(s, d, **kw):
+        if s.label == "rho0 = 2":
+            raise DivergenceError("GD diverged at step 4")
+        return {"crossing": 3.0, "se": 0.1}
+
+    monkeypatch.setattr(cw, "run_gd", gd)
+    monkeypatch.setattr(cw, "run_forced", lambda s, d, start, **kw: calls.append((s.label, start)) or
+                        {"crossing": 3.1, "se": 0.1})
+    monkeypatch.setattr(cw, "settings", lambda: [cw.Setting("quad", 2, "default"),
+                                                 cw.Setting("quad", 2, "rho0 = 2", rho0=2.0)])
+    cw.run(dims=(200,), path=path, log=lambda text: None)
+    rows = cw.done_rows(path)
+    assert calls == [("default", 3.0)]                     # the anchor: GD's crossing to 2 digits
+    bad = rows[("quad", 2, "rho0 = 2", 200, "gd")]
+    assert bad["crossing"] is None and bad["note"].startswith("diverges")
+    assert ("quad", 2, "rho0 = 2", 200, "forced") not in rows
+    assert cw.cell(bad) == "diverges"
+    cw.run(dims=(200,), path=path, log=lambda text: None)  # resumes: nothing is run again
+    assert calls == [("default", 3.0)] and len(rows) == 3

@@ -37,6 +37,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from thresholds.errors import DivergenceError
 from thresholds.problem import Problem
 from validation import records
 from validation.threshold import horizon
@@ -144,7 +145,8 @@ def done_rows(path: Path = RECORDS) -> dict:
 
 def run(only=None, workers=2, dims=DIMS, log=print, path: Path = RECORDS) -> None:
     """Every (setting, d) not in the records: GD first, then the forced prediction anchored at GD's crossing (the
-    anchor only places the prediction's grid; its sequential design walks to its own crossing)."""
+    anchor only places the prediction's grid; its sequential design walks to its own crossing).  A setting whose GD
+    diverges at some trial is recorded so, and its prediction is not run."""
     for s in settings():
         if only and s.activation != only:
             continue
@@ -154,9 +156,15 @@ def run(only=None, workers=2, dims=DIMS, log=print, path: Path = RECORDS) -> Non
                     "eta": s.problem(d).eta}
             if s.key(d, "gd") not in done:
                 log(f"GD {s.activation} m = {s.m} {s.label} d = {d}")
-                records.append(path, dict(base, route="gd", **run_gd(s, d, workers=workers, log=log)))
+                try:
+                    row = run_gd(s, d, workers=workers, log=log)
+                except DivergenceError as exc:   # a finding of the setting: recorded, its prediction not run
+                    row = {"crossing": None, "se": None, "note": f"diverges: {exc}", "steps": s.problem(d).steps}
+                records.append(path, dict(base, route="gd", **row))
                 done = done_rows(path)
             gd = done[s.key(d, "gd")]
+            if gd.get("note", "").startswith("diverges"):
+                continue
             if s.key(d, "forced") not in done:
                 start = float(f"{gd['crossing']:.2g}") if gd["crossing"] else GRID[s.activation][3]
                 log(f"forced {s.activation} m = {s.m} {s.label} d = {d} from {start:g}")
@@ -167,7 +175,8 @@ def cell(row) -> str:
     if row is None:
         return "(not run)"
     if row["crossing"] is None:
-        return "none" + (f" ({row['note']})" if row.get("note") else "")
+        note = row.get("note", "")
+        return "diverges" if note.startswith("diverges") else "none" + (f" ({note})" if note else "")
     return f"{row['crossing']:.2f} +- {row['se']:.2f}"
 
 
