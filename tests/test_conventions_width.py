@@ -87,3 +87,19 @@ def test_a_diverging_setting_is_recorded_and_its_prediction_skipped(tmp_path, mo
     assert cw.cell(bad) == "diverges"
     cw.run(dims=(200,), path=path, log=lambda text: None)  # resumes: nothing is run again
     assert calls == [("default", 3.0)] and len(rows) == 3
+
+
+def test_plot_draws_the_rows_that_were_run(tmp_path, monkeypatch):
+    path, png = tmp_path / "r.jsonl", tmp_path / "r.png"
+    records.append(path, {"activation": "gelu", "m": 2, "setting": "default", "d": 200, "route": "gd",
+                          "crossing": 6.2, "se": 0.2})
+    records.append(path, {"activation": "quad", "m": 2, "setting": "default", "d": 400, "route": "forced",
+                          "crossing": None, "se": None})
+    seen = {}
+    monkeypatch.setattr("thresholds.plots.settings_figure", lambda p, panels, title="": seen.update(panels=panels))
+    cw.plot(png, path)
+    assert seen["panels"] == [("gelu", 6.0, 0.5, [("m 2, default, d 200", (6.2, 0.2), None)]),
+                              ("quad", 3.6, 0.5, [("m 2, default, d 400", None, None)])]
+    monkeypatch.undo()
+    cw.plot(png, path)
+    assert png.stat().st_size > 1000

@@ -441,3 +441,28 @@ def scaled_profile_figure(path, profiles, released, limits, *, title="", law="eq
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     save_figure(plt, fig, path)
+
+
+def settings_figure(path, panels, *, title=""):
+    """Crossings of several settings against published figures, one panel per activation: ``panels`` =
+    [(name, figure, band, rows)] with ``rows`` = [(label, gd, forced)], ``gd`` and ``forced`` each (value, s.e.)
+    or None; the figure is drawn as a line with the band figure +- band."""
+    plt = pyplot()
+    width = max(len(rows) for *_, rows in panels)
+    fig, axes = plt.subplots(len(panels), 1, figsize=(max(7.0, 0.55 * width + 2), 3.4 * len(panels)), squeeze=False)
+    for ax, (name, figure, band, rows) in zip(axes[:, 0], panels):
+        x = np.arange(len(rows))
+        ax.axhspan(figure - band, figure + band, color="0.85", label=f"published {figure:g} +- {band:g}")
+        ax.axhline(figure, color="0.4", lw=1)
+        for k, (kind, marker, shift) in enumerate((("GD", "s", -0.12), ("forced prediction", "o", 0.12))):
+            pts = [(i + shift, r[1 + k]) for i, r in enumerate(rows) if r[1 + k] is not None]
+            if pts:
+                xs, vs = zip(*pts)
+                ax.errorbar(xs, [v[0] for v in vs], yerr=[v[1] for v in vs], fmt=marker, color=f"C{k}", capsize=3,
+                            mfc="white" if k == 0 else f"C{k}", label=f"{kind} +- s.e.")
+        ax.set_xticks(x)
+        ax.set_xticklabels([r[0] for r in rows], rotation=60, ha="right", fontsize=7)
+        ax.set_ylabel(f"{name}: delta_1/2")
+        ax.legend(fontsize=7)
+    axes[0, 0].set_title(title, fontsize=9)
+    save_figure(plt, fig, path)

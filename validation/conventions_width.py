@@ -22,7 +22,7 @@ GD and the prediction agree when z = (forced - GD) / sqrt(se_forced^2 + se_GD^2)
 setting is a row of SETTINGS, run once, reported as computed.
 
     python -m validation.conventions_width [--only gelu] [--workers 2]    # runs what is missing, then the report
-    python -m validation.conventions_width --report-only
+    python -m validation.conventions_width --report-only --plot validation/reports/conventions/settings_width.png
 
 Records: one JSON line per (activation, m, setting, d, route) in conventions/settings_width.jsonl (appended as each
 ends, so an interrupted run resumes; GD's and the forced trials are cached on disk one by one as well); the table
@@ -234,15 +234,36 @@ def report(path: Path = RECORDS, out: Path = REPORT) -> str:
     return text
 
 
+def plot(path, records_path: Path = RECORDS) -> None:
+    """The table as a PNG: per activation, GD and the prediction at every (m, setting, d) run, beside the figure's
+    band of eq. (1) without its s.e. term."""
+    from thresholds.plots import settings_figure
+    done = done_rows(records_path)
+    value = lambda row: None if row is None or row["crossing"] is None else (row["crossing"], row["se"])  # noqa
+    panels = []
+    for act in FIGURE:
+        rows = [(f"m {s.m}, {s.label}, d {d}", value(done.get(s.key(d, "gd"))), value(done.get(s.key(d, "forced"))))
+                for s in settings() if s.activation == act for d in DIMS
+                if s.key(d, "gd") in done or s.key(d, "forced") in done]
+        if rows:
+            panels.append((act, FIGURE[act], LAND, rows))
+    if panels:
+        settings_figure(path, panels, title="phase retrieval: GD and the forced prediction by setting "
+                                             "(validation.conventions_width)")
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=sorted(BASE), help="one activation")
     ap.add_argument("--workers", type=int, default=2, help="Dask worker processes (0: this process)")
     ap.add_argument("--report-only", action="store_true")
+    ap.add_argument("--plot", metavar="PNG", help="also draw the table (default with --report-only: none)")
     args = ap.parse_args(argv)
     if not args.report_only:
         run(args.only, workers=args.workers, log=lambda text: print(text, flush=True))
     print(report(), end="")
+    if args.plot:
+        plot(args.plot)
 
 
 if __name__ == "__main__":
