@@ -8,7 +8,7 @@ from validation import records
 
 def test_settings_keep_the_horizon_in_time():
     for s in cw.settings():
-        for d in cw.DIMS:
+        for d in s.dims:
             p = s.problem(d)
             eta0, time_ = cw.BASE[s.activation]
             assert math.isclose(p.eta, eta0 * s.eta_factor)
