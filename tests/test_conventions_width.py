@@ -59,6 +59,8 @@ def test_report_rows_z_and_the_settings_that_land(tmp_path):
     assert f"{z:+.1f}" in line and "6.20 +- 0.20" in line and "| +0.20 / -0.40 | yes / yes |" in line
     assert "| quad | 2 | rho0 = 0.5 | 0.05, 600 | 200 | 3.60 +- 0.10 | none | - | +0.00 / - | yes / no |" in text
     assert "| gelu | 2 | rho0 = 0.5 | 0.1, 600 | 200 | 8.00 +- 0.20 | (not run) | - | +2.00 / - | no / no |" in text
+    zs = [(5.6 - 6.2) / math.hypot(0.4, 0.2), (3.5 - 3.3) / math.hypot(0.1, 0.1)]
+    assert f"GD against the prediction: 2 rows, 2 with |z| <= 2, 1 with z > 0, mean z {sum(zs) / 2:+.2f}." in text
     assert "Settings with both activations run: 2; where GD and the prediction both land for both " \
            "activations: m = 2, default, d = 200." in text
 

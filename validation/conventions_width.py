@@ -40,12 +40,13 @@ from pathlib import Path
 from thresholds.errors import DivergenceError
 from thresholds.problem import Problem
 from validation import records
+from validation.forced_width import REFERENCE
 from validation.threshold import horizon
 
 OUT = Path(__file__).resolve().parent / "reports" / "conventions"
 RECORDS = OUT / "settings_width.jsonl"
 REPORT = OUT / "settings_width.md"
-FIGURE = {"gelu": 6.0, "quad": 3.6}
+FIGURE = REFERENCE
 BASE = {"gelu": (0.1, 60.0), "quad": (0.05, 30.0)}   # eta, horizon eta T
 # the first GD grid of each activation; widened by eq. (2) where the rates do not bracket 1/2 well
 GRID = {"gelu": [3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 10.0, 12.0], "quad": [2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0]}
@@ -193,10 +194,16 @@ def lands(row, figure: float) -> bool:
         abs(row["crossing"] - figure) <= LAND + 2 * row["se"]
 
 
-def z_text(gd, forced) -> str:
+def z_value(gd, forced):
+    """(forced - GD) / combined s.e.; None unless both crossings exist."""
     if gd is None or forced is None or gd["crossing"] is None or forced["crossing"] is None:
-        return "-"
-    return f"{(forced['crossing'] - gd['crossing']) / math.hypot(forced['se'], gd['se']):+.1f}"
+        return None
+    return (forced["crossing"] - gd["crossing"]) / math.hypot(forced["se"], gd["se"])
+
+
+def z_text(gd, forced) -> str:
+    z = z_value(gd, forced)
+    return "-" if z is None else f"{z:+.1f}"
 
 
 def off(row, activation: str) -> str:
@@ -231,6 +238,13 @@ def report(path: Path = RECORDS, out: Path = REPORT) -> str:
                          f"{cell(fo)} | {z_text(gd, fo)} | {off(gd, s.activation)} / {off(fo, s.activation)} | "
                          f"{'yes' if hit[0] else 'no'} / "
                          f"{'yes' if hit[1] else 'no'} |")
+    zs = [z for s in settings() for d in s.dims
+          if (z := z_value(done.get(s.key(d, "gd")), done.get(s.key(d, "forced")))) is not None]
+    if zs:
+        lines += ["", f"GD against the prediction: {len(zs)} rows, {sum(abs(z) <= 2 for z in zs)} with |z| <= 2, "
+                  f"{sum(z > 0 for z in zs)} with z > 0, mean z {sum(zs) / len(zs):+.2f}.  The rows share random numbers "
+                  "(GD's data sets and initializations, the trials' initial overlaps are those of the same seeds in "
+                  "every setting), so they are not independent tests and no joint p-value is given."]
     full = [k for k, v in both.items() if len(v) == 2]
     hits = [k for k in full if all(all(h) for h in both[k].values())]
     lines += ["", f"Settings with both activations run: {len(full)}; where GD and the prediction both land for both "
