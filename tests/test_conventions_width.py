@@ -49,6 +49,13 @@ def test_report_rows_z_and_the_settings_that_land(tmp_path):
     add("gelu", "default", "forced", 5.6, 0.4)
     add("quad", "default", "gd", 3.3, 0.1)
     add("quad", "default", "forced", 3.5, 0.1)
+    add("gelu", "eta / 2", "gd", 6.3, 0.2)               # 0.1 from the default
+    add("gelu", "eta / 2", "forced", 5.9, 0.3)
+    add("quad", "rho0 = 2", "gd", None, None)
+    add("quad", "rho0 = 2, eta / 4", "gd", 3.5, 0.1)
+    add("quad", "rho0 = 2, eta / 4", "forced", 3.4, 0.1)
+    add("gelu", "rho0 = 2", "gd", 6.4, 0.2)
+    add("gelu", "rho0 = 2", "forced", 6.1, 0.2)
     add("gelu", "rho0 = 0.5", "gd", 8.0, 0.2)
     add("quad", "rho0 = 0.5", "gd", 3.6, 0.1)
     add("quad", "rho0 = 0.5", "forced", None, None)
@@ -59,10 +66,14 @@ def test_report_rows_z_and_the_settings_that_land(tmp_path):
     assert f"{z:+.1f}" in line and "6.20 +- 0.20" in line and "| +0.20 / -0.40 | yes / yes |" in line
     assert "| quad | 2 | rho0 = 0.5 | 0.05, 600 | 200 | 3.60 +- 0.10 | none | - | +0.00 / - | yes / no |" in text
     assert "| gelu | 2 | rho0 = 0.5 | 0.1, 600 | 200 | 8.00 +- 0.20 | (not run) | - | +2.00 / - | no / no |" in text
-    zs = [(5.6 - 6.2) / math.hypot(0.4, 0.2), (3.5 - 3.3) / math.hypot(0.1, 0.1)]
-    assert f"GD against the prediction: 2 rows, 2 with |z| <= 2, 1 with z > 0, mean z {sum(zs) / 2:+.2f}." in text
-    assert "Settings with both activations run: 2; where GD and the prediction both land for both " \
-           "activations: m = 2, default, d = 200." in text
+    zs = [(5.6 - 6.2) / math.hypot(0.4, 0.2), (3.5 - 3.3) / math.hypot(0.1, 0.1), (6.1 - 6.4) / math.hypot(0.2, 0.2),
+          (5.9 - 6.3) / math.hypot(0.3, 0.2), (3.4 - 3.5) / math.hypot(0.1, 0.1)]
+    assert f"GD against the prediction: 5 rows, 5 with |z| <= 2, 1 with z > 0, mean z {sum(zs) / 5:+.2f}." in text
+    assert "Settings with both activations run: 3; where GD and the prediction both land for both " \
+           "activations: m = 2, default, d = 200." in text    # rho0 = 2: quad diverges; eta / 2: gelu alone
+    assert "moves GD's crossing by at most 0.10 (rows" in text
+    assert ("in parentheses: m = 2, rho0 = 1, d = 200 (gelu eta 0.1/0.05, quad eta 0.05); "
+            "m = 2, rho0 = 2, d = 200 (gelu eta 0.1, quad eta 0.0125).") in text
 
 
 def test_a_diverging_setting_is_recorded_and_its_prediction_skipped(tmp_path, monkeypatch):

@@ -250,6 +250,22 @@ def report(path: Path = RECORDS, out: Path = REPORT) -> str:
     lines += ["", f"Settings with both activations run: {len(full)}; where GD and the prediction both land for both "
               "activations: " + ("; ".join(f"m = {m}, {label}, d = {d}" for m, label, d in hits) if hits else
                                   "none") + "."]
+    steps = {}   # (m, rho0, d) -> activation -> the steps (eta) at which both routes land
+    for s in settings():
+        for d in s.dims:
+            if all(both.get((s.m, s.label, d), {}).get(s.activation, (False, False))):
+                steps.setdefault((s.m, s.rho0, d), {}).setdefault(s.activation, []).append(f"{s.problem(d).eta:g}")
+    any_step = [(k, v) for k, v in steps.items() if len(v) == len(FIGURE)]
+    moved = [abs(done[s.key(d, "gd")]["crossing"] - done[(s.activation, s.m, "default", d, "gd")]["crossing"])
+             for s in settings() for d in s.dims if s.rho0 == 1 and s.eta_factor != 1
+             and done.get(s.key(d, "gd"), {}).get("crossing") is not None
+             and done.get((s.activation, s.m, "default", d, "gd"), {}).get("crossing") is not None]
+    lines += ["", "The step size at a fixed eta T moves GD's crossing by at most "
+              + (f"{max(moved):.2f} (rows eta / 2 and eta x 2 against the default)" if moved else "- (not run)")
+              + "; so, by (m, rho0, d) at any step size, the settings where both routes land for both activations, "
+              "with the step sizes that do in parentheses: "
+              + ("; ".join(f"m = {m}, rho0 = {r:g}, d = {d} (" + ", ".join(f"{a} eta {'/'.join(e)}" for a, e in v.items())
+                           + ")" for (m, r, d), v in any_step) if any_step else "none") + "."]
     text = "\n".join(lines) + "\n"
     out.write_text(text)
     return text
