@@ -71,7 +71,7 @@ def test_report_rows_z_and_the_settings_that_land(tmp_path):
     assert f"GD against the prediction: 5 rows, 5 with |z| <= 2, 1 with z > 0, mean z {sum(zs) / 5:+.2f}." in text
     assert "Settings with both activations run: 3; where GD and the prediction both land for both " \
            "activations: m = 2, default, d = 200." in text    # rho0 = 2: quad diverges; eta / 2: gelu alone
-    assert "moves GD's crossing by at most 0.10 (rows" in text
+    assert "moves GD's crossing by at most 0.10 (each scaled step" in text   # quad rho0 = 2: no base crossing
     assert ("in parentheses: m = 2, rho0 = 1, d = 200 (gelu eta 0.1/0.05, quad eta 0.05); "
             "m = 2, rho0 = 2, d = 200 (gelu eta 0.1, quad eta 0.0125).") in text
 
@@ -116,3 +116,16 @@ def test_plot_draws_the_rows_that_were_run(tmp_path, monkeypatch):
     monkeypatch.undo()
     cw.plot(png, path)
     assert png.stat().st_size > 1000
+
+
+def test_step_shifts_compare_at_the_same_rho0(monkeypatch):
+    monkeypatch.setattr(cw, "settings", lambda: [cw.Setting("quad", 4, "default", dims=(400,)),
+                                                 cw.Setting("quad", 4, "rho0 = 2", rho0=2.0, dims=(400,)),
+                                                 cw.Setting("quad", 4, "rho0 = 2, eta / 4", rho0=2.0, eta_factor=0.25,
+                                                            dims=(400,))])
+    row = lambda c: {"crossing": c, "se": 0.1}   # noqa: E731
+    done = {("quad", 4, "default", 400, "gd"): row(3.0), ("quad", 4, "rho0 = 2", 400, "gd"): row(3.35),
+            ("quad", 4, "rho0 = 2, eta / 4", 400, "gd"): row(3.25)}
+    assert [round(x, 6) for x in cw.step_shifts(done)] == [0.1]   # against rho0 = 2's base step, not the default
+    done[("quad", 4, "rho0 = 2", 400, "gd")] = row(None)
+    assert cw.step_shifts(done) == []
