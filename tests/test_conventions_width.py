@@ -123,7 +123,8 @@ def test_step_shifts_compare_at_the_same_rho0(monkeypatch):
                                                  cw.Setting("quad", 4, "rho0 = 2", rho0=2.0, dims=(400,)),
                                                  cw.Setting("quad", 4, "rho0 = 2, eta / 4", rho0=2.0, eta_factor=0.25,
                                                             dims=(400,))])
-    row = lambda c: {"crossing": c, "se": 0.1}   # noqa: E731
+    def row(c):
+        return {"crossing": c, "se": 0.1}
     done = {("quad", 4, "default", 400, "gd"): row(3.0), ("quad", 4, "rho0 = 2", 400, "gd"): row(3.35),
             ("quad", 4, "rho0 = 2, eta / 4", 400, "gd"): row(3.25)}
     assert [round(x, 6) for x in cw.step_shifts(done)] == [0.1]   # against rho0 = 2's base step, not the default
