@@ -37,6 +37,10 @@ def test_lands_is_eq_1():
     assert cw.lands({"crossing": 5.1, "se": 0.15}, 6.0) is False   # 0.9 > 0.8
     assert not cw.lands({"crossing": None, "se": None}, 6.0)
     assert not cw.lands(None, 6.0)
+    wild = {"crossing": 7.53, "se": 26.84}                 # a blown-up paired s.e. would land anywhere
+    assert not cw.resolved(wild) and not cw.lands(wild, 6.0)
+    assert cw.z_value({"crossing": 7.4, "se": 0.2}, wild) is None
+    assert cw.cell(wild) == "7.53 +- 26.84 (unresolved)"
 
 
 def test_report_rows_z_and_the_settings_that_land(tmp_path):
