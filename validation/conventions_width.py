@@ -32,7 +32,6 @@ in conventions/settings_width.md.
 from __future__ import annotations
 
 import argparse
-import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +39,7 @@ from pathlib import Path
 from thresholds.errors import DivergenceError
 from thresholds.problem import Problem
 from validation import records
-from validation.forced_width import REFERENCE
+from validation.forced_width import REFERENCE, _z
 from validation.threshold import horizon
 
 OUT = Path(__file__).resolve().parent / "reports" / "conventions"
@@ -207,7 +206,7 @@ def z_value(gd, forced):
     """(forced - GD) / combined s.e.; None unless both crossings are resolved."""
     if not (resolved(gd) and resolved(forced)):
         return None
-    return (forced["crossing"] - gd["crossing"]) / math.hypot(forced["se"], gd["se"])
+    return _z((forced["crossing"], forced["se"]), (gd["crossing"], gd["se"]))
 
 
 def z_text(gd, forced) -> str:
