@@ -191,9 +191,10 @@ def cell(row) -> str:
 
 
 def resolved(row) -> bool:
-    """A crossing with an s.e. below RESOLVED of its value.  The paired s.e. of a forced prediction can blow up where
-    the rate curve is shallow and the search's points hold 10 trials (gelu m = 2, rho0 = 0.5, d = 800: 7.53 +- 26.84):
-    such a crossing is shown but neither lands nor enters z."""
+    """A crossing with an s.e. below RESOLVED of its value; one above it is shown but neither lands nor enters z.  The
+    paired s.e. of a forced prediction blew up where the rate curve is shallow and the search's points hold 10 trials
+    (gelu m = 2, rho0 = 0.5, d = 800: 7.53 +- 26.84 by the resamples' standard deviation; 0.35 by
+    thresholds.crossing eq. (5)); the guard stays for a crossing whose rates leave it that loose."""
     return row is not None and row["crossing"] is not None and row["se"] <= RESOLVED * row["crossing"]
 
 
