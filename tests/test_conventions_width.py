@@ -134,3 +134,43 @@ def test_step_shifts_compare_at_the_same_rho0(monkeypatch):
     assert [round(x, 6) for x in cw.step_shifts(done)] == [0.1]   # against rho0 = 2's base step, not the default
     done[("quad", 4, "rho0 = 2", 400, "gd")] = row(None)
     assert cw.step_shifts(done) == []
+
+
+def test_meeting_d_is_eq_3_on_a_line_in_log_d():
+    import numpy as np
+    line = [(d, 5.0 + math.log2(d / 200), 0.1) for d in (200, 400, 800)]   # c = 5 + log2(d / 200)
+    meet = cw.meeting_d(line, 6.5)                     # between 400 and 800: d* = 200 * 2^1.5
+    assert math.isclose(meet.d, 200 * 2**1.5) and not meet.extrapolated
+    assert meet.low < meet.d < meet.high
+    out = cw.meeting_d(line, 4.0)                      # below every crossing: from the first pair, flagged
+    assert math.isclose(out.d, 100.0) and out.extrapolated
+    assert math.isclose(cw.meeting_d(line, 8.0).d, 1600.0) and cw.meeting_d(line, 8.0).extrapolated
+    falling = [(200, 6.0, 0.1), (400, 5.0, 0.1), (800, 4.5, 0.1)]   # a crossing that falls with d
+    assert math.isclose(cw.meeting_d(falling, 6.5).d, 200 / math.sqrt(2))   # from the first pair
+    assert math.isclose(cw.meeting_d(falling, 4.0).d, 1600.0)               # from the last: 400 * 2^2
+    assert cw.meeting_d(line[:1], 6.0) is None and cw.meeting_d([(200, 5, 0.1), (400, 5, 0.1)], 6.0) is None
+    # the s.e. of eq. (3) against a plain Monte Carlo of the two crossings (small s.e.: the delta method holds)
+    rng = np.random.default_rng(0)
+    c1, c2, s1, s2, figure = 5.6, 6.3, 0.03, 0.04, 6.0
+    a = c1 + s1 * rng.standard_normal(200000)
+    b = c2 + s2 * rng.standard_normal(200000)
+    draws = np.log2(200) + (figure - a) / (b - a)
+    meet = cw.meeting_d([(200, c1, s1), (400, c2, s2)], figure)
+    assert math.isclose(math.log2(meet.high / meet.d), np.std(draws), rel_tol=0.03)
+
+
+def test_meeting_lines_use_a_scaled_step_where_the_base_one_diverges(tmp_path):
+    path = tmp_path / "r.jsonl"
+
+    def add(act, label, d, c, se):
+        records.append(path, {"activation": act, "m": 2, "setting": label, "d": d, "route": "gd",
+                              "crossing": c, "se": se})
+    add("gelu", "rho0 = 2", 200, 5.5, 0.2)
+    add("gelu", "rho0 = 2", 400, 6.5, 0.2)
+    add("quad", "rho0 = 2", 200, None, None)               # diverges at the base step
+    add("quad", "rho0 = 2, eta / 4", 200, 3.4, 0.05)
+    add("quad", "rho0 = 2, eta / 4", 400, 3.8, 0.05)
+    lines = cw.meeting_lines(cw.done_rows(path))
+    (row,) = [ln for ln in lines if ln.startswith("| 2 | 2 |")]
+    assert row.startswith("| 2 | 2 | 283 [") and "(eta 0.0125)" in row   # 200 * 2^0.5; 200 * 2^0.5 for quad too
+    assert row.count("283 [") == 2 and "extrapolated" not in row

@@ -21,6 +21,15 @@ of its figure (0.5: the "about" of the figures, as in finite_d_width.md; 2 s.e.:
 GD and the prediction agree when z = (forced - GD) / sqrt(se_forced^2 + se_GD^2) is within 2.  Nothing is tuned: a
 setting is a row of :func:`settings`, run once, reported as computed.
 
+Eq. (1) has a band of 0.5 and lets many settings land.  A sharper reading is the d at which GD's crossing c(d) of a
+setting meets its figure F, on the straight line in log d through two measured d (:func:`meeting_d`):
+
+    log2 d* = log2 d1 + u log2(d2 / d1),   u = (F - c1) / (c2 - c1),
+    s.e.(log2 d*) = log2(d2 / d1) sqrt((u - 1)^2 s1^2 + u^2 s2^2) / |c2 - c1|                       (3)
+
+(the delta method in the two crossings' s.e. s1, s2), on the pair of consecutive d whose crossings bracket F, or
+else on the nearest pair (an extrapolation, said so in the report).
+
     python -m validation.conventions_width [--only gelu] [--workers 2]    # runs what is missing, then the report
     python -m validation.conventions_width --report-only --plot validation/reports/conventions/settings_width.png
 
@@ -32,6 +41,7 @@ in conventions/settings_width.md.
 from __future__ import annotations
 
 import argparse
+import itertools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -285,6 +295,75 @@ def summary_lines(done: dict, both: dict) -> list[str]:
     return lines
 
 
+@dataclass(frozen=True)
+class MeetingD:
+    """Eq. (3): the d at which a crossing that moves with d meets a figure, with the factor range of one s.e. in
+    log2 d; ``extrapolated`` when no two consecutive measured d bracket the figure."""
+
+    d: float
+    low: float
+    high: float
+    extrapolated: bool
+
+
+def meeting_d(points, figure: float):
+    """Eq. (3) on ``points`` = [(d, crossing, s.e.), ...] (at least two d); None when fewer, or when the pair used has
+    equal crossings."""
+    import math
+    pts = sorted(points)
+    if len(pts) < 2:
+        return None
+    pairs = list(itertools.pairwise(pts))
+    inside = [(a, b) for a, b in pairs if min(a[1], b[1]) <= figure <= max(a[1], b[1])]
+    if inside:
+        (d1, c1, s1), (d2, c2, s2) = inside[0]
+    else:   # extrapolate from the end nearer the figure
+        above = all(c > figure for _, c, _ in pts)
+        rising = pts[-1][1] > pts[0][1]
+        (d1, c1, s1), (d2, c2, s2) = pairs[0] if above == rising else pairs[-1]
+    if c2 == c1:
+        return None
+    span = math.log2(d2 / d1)
+    u = (figure - c1) / (c2 - c1)
+    log_d = math.log2(d1) + u * span
+    err = span * math.sqrt((u - 1) ** 2 * s1**2 + u**2 * s2**2) / abs(c2 - c1)
+    return MeetingD(2**log_d, 2 ** (log_d - err), 2 ** (log_d + err), not inside)
+
+
+def meeting_lines(done: dict) -> list[str]:
+    """Eq. (3) per (m, rho0) and activation, for GD at two d or more: a table.  The base step where its GD has two
+    resolved d, else the scaled step nearest it that has (quad at rho0 = 2, m = 2 diverges at its base step; the
+    step at fixed eta T moves GD by at most 0.1, :func:`step_shifts`)."""
+    import math
+    rows = {}
+    for s in sorted(settings(), key=lambda s: abs(math.log(s.eta_factor))):
+        pts = [(d, r["crossing"], r["se"]) for d in s.dims if resolved(r := done.get(s.key(d, "gd")))]
+        by_act = rows.setdefault((s.m, s.rho0), {})
+        if len(pts) >= 2 and s.activation not in by_act:
+            by_act[s.activation] = (meeting_d(pts, FIGURE[s.activation]), pts, s.problem(pts[0][0]).eta)
+    out = []
+    for (m, rho0), by_act in sorted(rows.items()):
+        if not any(v[0] for v in by_act.values()):
+            continue
+        cells = []
+        for act in FIGURE:
+            meet, pts, eta = by_act.get(act, (None, [], None))
+            if meet is None:
+                cells.append("-")
+                continue
+            notes = ([f"eta {eta:g}"] if eta != BASE[act][0] else []) + (
+                [f"extrapolated from d = {min(p[0] for p in pts)}-{max(p[0] for p in pts)}"] if meet.extrapolated else [])
+            cells.append(f"{meet.d:.3g} [{meet.low:.3g}, {meet.high:.3g}]" + (f" ({'; '.join(notes)})" if notes else ""))
+        out.append(f"| {m} | {rho0:g} | " + " | ".join(cells) + " |")
+    if not out:
+        return []
+    return ["", ("The d at which GD's crossing meets each figure (eq. (3): the straight line in log d through the two "
+                 "measured d that bracket the figure, or the nearest two; one s.e. in log2 d as a range), at the base "
+                 "step unless noted:"),
+            "", "| m | rho0 | " + " | ".join(f"{a} d* (figure {FIGURE[a]:g})" for a in FIGURE) + " |",
+            "|---|---|" + "---|" * len(FIGURE)] + out
+
+
 def report(path: Path = RECORDS, out: Path = REPORT) -> str:
     """The markdown table of every row run, with :func:`summary_lines` under it; written to ``out``."""
     done = done_rows(path)
@@ -298,7 +377,7 @@ def report(path: Path = RECORDS, out: Path = REPORT) -> str:
              "grid anchored at GD's crossing.  z = (forced - GD) / combined s.e.  Published figures: gelu about "
              f"{FIGURE['gelu']:g}, quad about {FIGURE['quad']:g}."), "",
              "| activation | m | setting | eta, steps | d | GD | forced | z | GD / forced - figure | lands (GD / forced) |",
-             "|---|---|---|---|---|---|---|---|---|---|"] + rows + summary_lines(done, both)
+             "|---|---|---|---|---|---|---|---|---|---|"] + rows + summary_lines(done, both) + meeting_lines(done)
     text = "\n".join(lines) + "\n"
     out.write_text(text)
     return text
