@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import math
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -309,7 +310,6 @@ class MeetingD:
 def meeting_d(points, figure: float):
     """Eq. (3) on ``points`` = [(d, crossing, s.e.), ...] (at least two d); None when fewer, or when the pair used has
     equal crossings."""
-    import math
     pts = sorted(points)
     if len(pts) < 2:
         return None
@@ -334,7 +334,6 @@ def meeting_lines(done: dict) -> list[str]:
     """Eq. (3) per (m, rho0) and activation, for GD at two d or more: a table.  The base step where its GD has two
     resolved d, else the scaled step nearest it that has (quad at rho0 = 2, m = 2 diverges at its base step; the
     step at fixed eta T moves GD by at most 0.1, :func:`step_shifts`)."""
-    import math
     rows = {}
     for s in sorted(settings(), key=lambda s: abs(math.log(s.eta_factor))):
         pts = [(d, r["crossing"], r["se"]) for d in s.dims if resolved(r := done.get(s.key(d, "gd")))]
