@@ -50,7 +50,7 @@ from pathlib import Path
 from thresholds.errors import DivergenceError
 from thresholds.problem import Problem
 from validation import records
-from validation.forced_width import REFERENCE, _z
+from validation.forced_width import REFERENCE, combined_z
 from validation.threshold import horizon
 
 OUT = Path(__file__).resolve().parent / "reports" / "conventions"
@@ -218,7 +218,7 @@ def z_value(gd, forced):
     """(forced - GD) / combined s.e.; None unless both crossings are resolved."""
     if not (resolved(gd) and resolved(forced)):
         return None
-    return _z((forced["crossing"], forced["se"]), (gd["crossing"], gd["se"]))
+    return combined_z((forced["crossing"], forced["se"]), (gd["crossing"], gd["se"]))
 
 
 def z_text(gd, forced) -> str:
@@ -364,7 +364,8 @@ def meeting_lines(done: dict) -> list[str]:
 
 
 def report(path: Path = RECORDS, out: Path = REPORT) -> str:
-    """The markdown table of every row run, with :func:`summary_lines` under it; written to ``out``."""
+    """The markdown table of every row run, with :func:`summary_lines` and :func:`meeting_lines` under it; written
+    to ``out``."""
     done = done_rows(path)
     rows, both = table_lines(done)
     lines = [("# GD and the forced prediction at width m under other initializations and step sizes "

@@ -103,7 +103,7 @@ def cells(dims, out=OUT) -> list:
     return rows
 
 
-def _z(f, g) -> float:
+def combined_z(f, g) -> float:
     """(forced - GD) / combined s.e. of one cell's two (crossing, s.e.) pairs."""
     return (f[0] - g[0]) / math.hypot(f[1], g[1])
 
@@ -135,7 +135,7 @@ def joint_offset(pairs) -> JointOffset:
     pairs = [(f, g) for f, g in pairs if f and g]
     if not pairs:
         raise ValueError("no cell holds both a forced and a GD crossing")
-    z = [_z(f, g) for f, g in pairs]
+    z = [combined_z(f, g) for f, g in pairs]
     k, pos = len(z), sum(v > 0 for v in z)
     rel = [((f[0] - g[0]) / g[0], math.hypot(f[1], g[1]) / g[0]) for f, g in pairs]
     w = [1 / e**2 for _, e in rel]
@@ -164,7 +164,7 @@ def table(d: int, out=OUT) -> tuple[list[str], list]:
     series = {}
     for (act, eta, m), f, g in cells([d], out):
         text = [f"{v:.2f} +- {e:.2f}" if v is not None else "-" for v, e in (f or (None, None), g or (None, None))]
-        z = f"{_z(f, g):+.1f}" if f and g else ""
+        z = f"{combined_z(f, g):+.1f}" if f and g else ""
         lines.append(f"| {act}, {eta:g} | {m} | {text[0]} | {text[1]} | {z} |")
         label = f"{act}, eta {eta:g}"
         fs, gs = series.setdefault(label, ([], []))
