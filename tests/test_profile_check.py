@@ -236,8 +236,8 @@ def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
                 "q": [0.0] + [10.0 ** (k - 3) for k in range(len(r))]}
 
     def rel(m, d, delta, seed, learned, t1=100):
-        return {"m": m, "d": d, "delta": delta, "seed": seed, "t1": t1, "steps": 300, "scale": 1.0,
-                "learned": learned}
+        return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": m, "d": d, "delta": delta,
+                "seed": seed, "t1": t1, "steps": 300, "scale": 1.0, "learned": learned}
 
     predicted = [prof(4.0, [-0.1, -0.2], [0.15, 0.15]), prof(8.0, [0.1, -0.05], [0.1, 0.1]),
                  prof(12.0, [0.1, 0.2], [0.0, 0.0])]

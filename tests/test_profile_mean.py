@@ -229,16 +229,17 @@ def test_eq_2_is_set_beside_gd_at_d_prime_with_the_combined_s_e():
     recs = _records(D, R, 2e-3 * np.random.default_rng(5).standard_normal(R.shape))
     # GD's releases at d' = 800 and 6400 (t1 of the profiles, the random start), and one at another t1 left out
     counts = {8: 0, 12: 3, 16: 7, 20: 10}
-    rel = [{"m": 1, "d": dd, "t1": 100, "delta": float(x), "learned": i < k, "steps": 300}
+    setup = {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 1}
+    rel = [{**setup, "d": dd, "t1": 100, "delta": float(x), "seed": i, "learned": i < k, "steps": 300}
            for dd in (800, 6400) for x, k in counts.items() for i in range(10)]
-    rel += [{"m": 1, "d": 1600, "t1": 50, "delta": 10.0, "learned": i < 5, "steps": 300} for i in range(10)]
+    rel += [{**setup, "d": 1600, "t1": 50, "delta": 10.0, "seed": i, "learned": i < 5, "steps": 300} for i in range(10)]
     ((_, (scaled, _, _)),) = mean_crossings(recs).items()
     lines = mean_against_gd(recs, rel)
     assert len(lines) == 4                                     # 2d and 16d; 4d (d' = 1600) has GD only at t1 = 50
     c_gd, se_gd = logistic_crossing(list(counts), list(counts.values()), [10] * 4)
     for line, c in zip(lines[2:], (scaled[1], scaled[3])):
         z = (c.value - c_gd) / np.hypot(c.se, se_gd)
-        assert line == f"| 1 | 400 | {c.ratio * 400} | {c.text()} | {c_gd:.1f} +- {se_gd:.1f} | {z:+.1f} |"
+        assert line == f"| 1 | 400 | {c.ratio * 400} | {c.text()} | {c_gd:.1f} +- {se_gd:.1f} | 300 | {z:+.1f} |"
     # a cell that learns at every delta at every d': eq. (2)'s crossing lies below its least delta, 12; GD's, about
     # 14.6 here, lies above it, and the table says by how many of GD's s.e.
     high = _records(D, R + 1.0)

@@ -7,7 +7,6 @@ from click.testing import CliRunner
 
 from validation import release_check, settled_hessian
 from thresholds.crossing import logistic_crossing
-from thresholds.errors import ThresholdsError
 from validation.release_check import learned_by, log_steps, main, released_crossing, run_one, summary
 
 
@@ -37,6 +36,16 @@ def test_a_released_run_is_the_settled_hessian_run_to_t1(monkeypatch):
     assert rec["t_half"] is not None if max(q.values()) > 0.5 else not rec["learned"] or rec["t_half"] is not None
     with pytest.raises(Exception, match="t1"):
         run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, 1, 400, 400)
+
+
+def test_a_rerun_to_a_longer_horizon_is_the_same_run_extended():
+    # eq. (4) reads a cell from each run's longest record: that needs the run to T' > T to be the run to T, step
+    # for step, up to T (the same data, start and release; the horizon enters no random draw)
+    short = run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, 1, 20, 200)
+    long = run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, 1, 20, 400)
+    q_long = dict(long["q"])
+    assert all(q_long[s] == v for s, v in short["q"] if s in q_long) and dict(short["q"])[20] == q_long[20]
+    assert short["t_half"] is not None and long["t_half"] == short["t_half"]
 
 
 def _settled(delta, seed, z, ovs_first_lowest=True):
@@ -119,8 +128,8 @@ def test_fractions_count_the_learned_runs_per_delta_and_bracket_them(tmp_path):
     res = CliRunner().invoke(main, ["--summary", str(path), "--fractions"])
     assert res.exit_code == 0, res.output
     c, se = logistic_crossing([5.0, 7.5], [1, 2], [3, 2])
-    assert res.output.splitlines()[2:] == ["| 4 | 400 | 600 | 30000 | 1 | 10: 1/1 | <= 10 | - |",
-                                           f"| 4 | 800 | 600 | 30000 | 1 | 5: 1/3, 7.5: 2/2 | [5, 7.5] | {c:.1f} +- {se:.1f} |"]
+    assert res.output.splitlines()[2:] == ["| 4 | 400 | 600 | 30000 | 1 | 10: 1/1 | <= 10 | - | 0 |",
+                                           f"| 4 | 800 | 600 | 30000 | 1 | 5: 1/3, 7.5: 2/2 | [5, 7.5] | {c:.1f} +- {se:.1f} | 0 |"]
 
 
 def test_the_released_crossing_is_the_logistic_midpoint_of_symmetric_fractions():
@@ -133,18 +142,49 @@ def test_the_released_crossing_is_the_logistic_midpoint_of_symmetric_fractions()
     assert released_crossing([r for r in runs if r["delta"] == 12.0]) == (None, None)
 
 
-def test_a_horizon_reads_every_run_at_one_step_and_leaves_out_shorter_runs(tmp_path):
+def test_a_horizon_reads_every_run_at_one_step_by_eq_2_prime(tmp_path):
     late = {**_released(5.0, 0, True), "t_half": 25000}                  # learned after step 2 x 10^4
-    short = {**_released(7.5, 0, True), "steps": 20000}
+    short = {**_released(7.5, 0, True), "steps": 20000}                  # learned at 5000, stopped at 2 x 10^4
+    stopped = {**_released(7.5, 1, False), "steps": 20000}               # not learned by its 2 x 10^4
     assert learned_by(late) and not learned_by(late, 20000) and learned_by(late, 30000)
-    with pytest.raises(ThresholdsError, match="says nothing of step 30000"):
-        learned_by(short, 30000)
+    assert learned_by(short, 30000) is True and learned_by(stopped, 30000) is None
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in (late, _released(5.0, 1, False), short)))
     res = CliRunner().invoke(main, ["--summary", str(path), "--fractions", "--horizon", "20000"])
     assert res.exit_code == 0, res.output
-    assert res.output.splitlines()[2:] == ["| 4 | 800 | 600 | 20000 | 1 | 5: 0/2, 7.5: 1/1 | [5, 7.5] | 6.2 +- 0.7 |"]
+    assert res.output.splitlines()[2:] == ["| 4 | 800 | 600 | 20000 | 1 | 5: 0/2, 7.5: 1/1 | [5, 7.5] | 6.2 +- 0.7 | 0 |"]
+    # at 3 x 10^4 the short run counts: learned by 5000 is learned by any later step
+    c, se = logistic_crossing([5.0, 7.5], [1, 1], [2, 1])
+    at_30000 = f"| 4 | 800 | 600 | 30000 | 1 | 5: 1/2, 7.5: 1/1 | <= 5 | {release_check.crossing_text(c, se)} | 0 |"
     res = CliRunner().invoke(main, ["--summary", str(path), "--fractions", "--horizon", "30000"])
-    assert res.output.splitlines()[2:] == ["| 4 | 800 | 600 | 30000 | 1 | 5: 1/2 | <= 5 | - |"]
+    assert res.output.splitlines()[2:] == [at_30000]
+    # beyond every T the run not learned by its T is undecided: left out and counted
+    res = CliRunner().invoke(main, ["--summary", str(path), "--fractions", "--horizon", "40000"])
+    assert res.output.splitlines()[2:] == ["| 4 | 800 | 600 | 40000 | 1 | 5: 1/1, 7.5: 1/1 | <= 5 | - | 1 |"]
     res = CliRunner().invoke(main, ["--summary", str(path), "--horizon", "20000"])
     assert res.exit_code != 0 and "--horizon goes with" in res.output and "Traceback" not in res.output
+
+
+def test_a_cell_is_read_from_each_runs_longest_record_at_its_common_horizon(tmp_path):
+    # eq. (4): the runs not learned at 2 x 10^4 rerun to 3 x 10^4 (the same trajectories, extended); the learned
+    # ones kept at 2 x 10^4 are read at 3 x 10^4 by eq. (2'), and each run counts once
+    first = [{**_released(5.0, s, s == 0), "steps": 20000} for s in range(3)] + \
+            [{**_released(7.5, s, s < 2), "steps": 20000} for s in range(3)]
+    rerun = [{**_released(5.0, 1, True), "t_half": 26000}, _released(5.0, 2, False),
+             {**_released(7.5, 2, True), "t_half": 21000}]
+    assert release_check.common_horizon(release_check.longest(first)) == 20000
+    assert release_check.common_horizon(release_check.longest(first + rerun)) == 30000
+    cell = release_check.at_horizon(first + rerun)
+    assert cell.horizon == 30000 and cell.left_out == 0 and len(cell.rows) == 6
+    assert sorted((r["delta"], r["learned"]) for r in cell.rows) == [(5.0, False), (5.0, True), (5.0, True),
+                                                                     (7.5, True), (7.5, True), (7.5, True)]
+    # read at 2 x 10^4 the reruns give what the first records gave
+    assert sorted(map(tuple, (r.values() for r in release_check.at_horizon(first + rerun, 20000).rows))) == \
+        sorted(map(tuple, (r.values() for r in release_check.at_horizon(first).rows)))
+    # a cell where one run was not rerun stays at the horizon that decides it
+    assert release_check.at_horizon(first + rerun[:1]).horizon == 20000
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in first + rerun))
+    res = CliRunner().invoke(main, ["--summary", str(path), "--fractions"])
+    assert res.exit_code == 0 and res.output.splitlines()[2].startswith(
+        "| 4 | 800 | 600 | 30000 | 1 | 5: 2/3, 7.5: 3/3 |"), res.output

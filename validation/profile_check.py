@@ -98,6 +98,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 
 import click
 import numpy as np
@@ -106,7 +107,7 @@ from scipy import optimize
 from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
-from validation.release_check import (LEARNED, _read, beside_releases, crossing_text, final_q, grid,
+from validation.release_check import (LEARNED, _read, at_horizon, beside_releases, crossing_text, final_q, grid,
                                       release_options, released_crossing, run_grid, run_key)
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
@@ -400,15 +401,30 @@ def mean_parts(predicted: list, degree: int = DEGREE, means: dict | None = None)
     return lines
 
 
+@dataclass(frozen=True)
+class GDCrossing:
+    """GD's released crossing of one width and d (release_check eq. (3)), its s.e. and the ``horizon`` it is read
+    at (release_check eq. (4))."""
+    value: float
+    se: float
+    horizon: int
+
+
 def released_crossings(released: list, t1s) -> dict:
-    """{(m, d): (crossing, s.e.)}: GD's released crossing (release_check eq. (3)) of each width and d, over the
-    releases at a t1 of ``t1s`` with the random start (scale 1), where the fractions bracket 1/2."""
+    """{(m, d): GDCrossing}: GD's released crossing of each width and d, over the releases at a t1 of ``t1s`` with
+    the random start (scale 1), read at the cell's common horizon (release_check eq. (4): each run from its longest
+    record), where the fractions bracket 1/2."""
     cells = {}
     for r in released:
         if r["t1"] in t1s and r.get("scale", 1.0) == 1.0:
             cells.setdefault((r["m"], r["d"]), []).append(r)
-    out = {key: released_crossing(rows) for key, rows in sorted(cells.items())}
-    return {key: v for key, v in out.items() if v[0] is not None}
+    out = {}
+    for key, rows in sorted(cells.items()):
+        cell = at_horizon(rows)
+        c, se = released_crossing(cell.rows)
+        if c is not None:
+            out[key] = GDCrossing(c, se, cell.horizon)
+    return out
 
 
 def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means: dict | None = None) -> list[str]:
@@ -417,8 +433,8 @@ def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means
     eq. (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side (``means`` as in
     :func:`mean_parts`)."""
     gd = released_crossings(released, {p["t1"] for p in predicted})
-    lines = ["| m | d | d' | eq. (2) at d' +- s.e. (logistic, rbar's) | GD at d' (s.e.) | difference / combined s.e. |",
-             "|---|---|---|---|---|---|"]
+    lines = [("| m | d | d' | eq. (2) at d' +- s.e. (logistic, rbar's) | GD at d' (s.e.) | GD's horizon T "
+              "| difference / combined s.e. |"), "|---|---|---|---|---|---|---|"]
     for (m, d, t1), (scaled, _, _) in (means or mean_crossings(predicted, degree)).items():
         for c in scaled:
             target = gd.get((m, c.ratio * d))
@@ -426,11 +442,13 @@ def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means
                 continue
             if c.value is None:    # beyond the profiles' deltas: GD on the same side, or how far from the edge
                 side, edge = c.bound
-                gap = (target[0] - edge) / target[1]
+                gap = (target.value - edge) / target.se
                 z = ("same side" if (gap < 0) == (side == "<") else f"GD {abs(gap):.1f} s.e. on the other side")
             else:
-                z = "open" if not math.isfinite(c.se) else f"{(c.value - target[0]) / math.hypot(c.se, target[1]):+.1f}"
-            lines.append(f"| {m} | {d} | {c.ratio * d} | {c.text()} | {crossing_text(*target)} | {z} |")
+                z = ("open" if not math.isfinite(c.se)
+                     else f"{(c.value - target.value) / math.hypot(c.se, target.se):+.1f}")
+            lines.append(f"| {m} | {d} | {c.ratio * d} | {c.text()} | {crossing_text(target.value, target.se)} | "
+                         f"{target.horizon} | {z} |")
     return lines
 
 
@@ -486,8 +504,8 @@ def figure(path, predicted: list, released: list, settle_files: dict, D: int, ti
         profiles = {(m, d): [(c.ratio * d, c.value, c.se) for c in scaled] + [(None, first.value, first.se)]
                     for (m, d, t1), (scaled, _, first) in mean_crossings(predicted, degree).items()}
     measured = {}
-    for (m, d), (c, se) in released_crossings(released, t1s).items():
-        measured.setdefault(m, []).append((d, c, se))
+    for (m, d), gd in released_crossings(released, t1s).items():
+        measured.setdefault(m, []).append((d, gd.value, gd.se))
     limits = {}
     for m, lines in settle_files.items():
         steps = thresholds_by_step(lines, D)

@@ -11,6 +11,7 @@ start's size, rho0 / sqrt(d) per hard direction, and GD goes on unrestricted to 
     q(t) = ||P_H Theta(t)||^2 / ||Theta(t)||^2   (the hard fraction)                                  (1)
     learned = q(T) > 1/2 (thresholds.forced's success), t_1/2 = the first step with q > 1/2            (2)
     learned by S = t_1/2 <= S, for S <= T (runs of different T compared at one horizon)              (2')
+                 and for S > T where t_1/2 <= T (a run not learned by its T says nothing of S > T)
 
 at log-spaced steps.  ``--summary`` sets each released run beside the verdicts of its settled_hessian record under
 both rules, taken on the record's checkpoints from t1 to T (a release at t1 = 3000 is set beside the verdict of the
@@ -22,7 +23,16 @@ maximum likelihood)
     P(learned | delta) = 1 / (1 + exp(-(delta - delta_c) / w)),   delta_c +- its s.e.                  (3)
 
 the released crossing delta_c; ``--horizon S`` reads every run at step S by eq. (2') (in the records every run with
-a t_1/2 <= T ends with q(T) > 1/2, so at S = T (2') is (2)).
+a t_1/2 <= T ends with q(T) > 1/2, so at S = T (2') is (2)).  A run is one setup, seed, t1 and start; the records
+may hold it at several T (a rerun to a longer T is the same trajectory, step for step, extended), and a cell is read
+from each run's longest record, by default at its common horizon
+
+    S_cell = the least T of the runs not learned by their T (the largest T where every run learned),      (4)
+
+the longest horizon at which eq. (2') decides every run of the cell: runs not learned at T = 2 x 10^4 rerun to
+3 x 10^4 move the whole cell to 3 x 10^4 (the learned ones read there by eq. (2')).  Where every run of a cell has
+one T, S_cell = T and the reading is eq. (2).  With ``--horizon S`` above a run's undecided T, that run is left out
+and counted.
 
 Measured (gelu / phase retrieval, eta 0.1, validation/reports/planted/width section 12g): at t1 = 600 all 11 released
 runs learn within 500-1200 steps (d = 400-800), the verdicts' "bounded" included; at t1 = 10^4 and d = 400 GD
@@ -45,6 +55,7 @@ from __future__ import annotations
 
 import math
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -128,28 +139,69 @@ def summary(released: list, settled: list) -> list[str]:
     return lines
 
 
-def learned_by(r: dict, horizon: int | None = None) -> bool:
-    """Eq. (2) at the run's T, or, at an earlier ``horizon``, t_1/2 <= horizon (eq. (2'))."""
+def learned_by(r: dict, horizon: int | None = None) -> bool | None:
+    """Eq. (2) at the run's T, or at another ``horizon`` eq. (2'): t_1/2 <= horizon; None where the horizon lies
+    beyond a run not learned by its T (undecided)."""
     if horizon is None or horizon == r["steps"]:
         return bool(r["learned"])
     if horizon > r["steps"]:
-        raise ThresholdsError(f"a run to {r['steps']} steps says nothing of step {horizon}")
+        return True if r.get("t_half") is not None else None
     return r["t_half"] is not None and r["t_half"] <= horizon
 
 
-def _learned_by_delta(rows: list, horizon: int | None = None) -> dict:
-    """{delta: [learned of each run]} (:func:`learned_by`)."""
+def run_identity(r: dict) -> tuple:
+    """A run's setup, seed, t1 and start: one trajectory, whatever T its records stop at."""
+    return _key(r) + (r["t1"], r.get("scale", 1.0))
+
+
+def longest(released: list) -> list:
+    """One record per run (:func:`run_identity`), its longest (largest T), in the order first met."""
+    best = {}
+    for r in released:
+        k = run_identity(r)
+        if k not in best or r["steps"] > best[k]["steps"]:
+            best[k] = r
+    return list(best.values())
+
+
+def common_horizon(rows: list) -> int:
+    """Eq. (4): the least T of the runs not learned by their T, else the largest T (rows: one record per run)."""
+    undecided = [r["steps"] for r in rows if learned_by(r, math.inf) is None]
+    return min(undecided) if undecided else max(r["steps"] for r in rows)
+
+
+@dataclass(frozen=True)
+class CellReading:
+    """The runs of one cell read at one ``horizon`` S: ``rows`` [{"delta", "learned"}] of the runs eq. (2') decides
+    there, and the number ``left_out`` it leaves undecided."""
+    horizon: int
+    rows: list
+    left_out: int
+
+
+def at_horizon(rows: list, horizon: int | None = None) -> CellReading:
+    """The runs of one cell, each from its longest record, read at ``horizon`` (default eq. (4)'s S_cell) by eq.
+    (2')."""
+    rows = longest(rows)
+    S = horizon or common_horizon(rows)
+    read = [(r["delta"], learned_by(r, S)) for r in rows]
+    return CellReading(S, [{"delta": d, "learned": v} for d, v in read if v is not None],
+                       sum(v is None for _, v in read))
+
+
+def _learned_by_delta(rows: list) -> dict:
+    """{delta: [learned of each run]} of rows that carry "delta" and "learned"."""
     learned = {}
     for r in rows:
-        learned.setdefault(r["delta"], []).append(learned_by(r, horizon))
+        learned.setdefault(r["delta"], []).append(bool(r["learned"]))
     return learned
 
 
-def released_bracket(rows: list, horizon: int | None = None) -> tuple:
-    """Where half of the released runs learn (validation.release_check records of one width and d): (low, high),
-    high the smallest delta from which on every delta has at least half its runs learned, low the delta below it
-    (fewer than half); None for an end without such a delta."""
-    learned = _learned_by_delta(rows, horizon)
+def released_bracket(rows: list) -> tuple:
+    """Where half of the released runs learn (rows with "delta" and "learned", as :func:`at_horizon` reads them):
+    (low, high), high the smallest delta from which on every delta has at least half its runs learned, low the delta
+    below it (fewer than half); None for an end without such a delta."""
+    learned = _learned_by_delta(rows)
     high = low = None
     for delta in sorted(learned, reverse=True):
         if 2 * sum(learned[delta]) < len(learned[delta]):
@@ -159,10 +211,10 @@ def released_bracket(rows: list, horizon: int | None = None) -> tuple:
     return low, high
 
 
-def released_crossing(rows: list, horizon: int | None = None) -> tuple:
-    """The logistic crossing of the released runs of one width and d and its s.e. (eq. (3)); (None, None) when the
-    fractions learned do not bracket 1/2."""
-    learned = _learned_by_delta(rows, horizon)
+def released_crossing(rows: list) -> tuple:
+    """The logistic crossing of the released runs of one width and d (rows with "delta" and "learned") and its s.e.
+    (eq. (3)); (None, None) when the fractions learned do not bracket 1/2."""
+    learned = _learned_by_delta(rows)
     deltas = sorted(learned)
     return logistic_crossing(deltas, [sum(learned[x]) for x in deltas], [len(learned[x]) for x in deltas])
 
@@ -173,22 +225,22 @@ def crossing_text(c, se) -> str:
 
 
 def fractions(released: list, horizon: int | None = None) -> list[str]:
-    """Markdown: per width, d, t1, T and start, the runs learned of the runs at each delta, the
-    :func:`released_bracket` and the :func:`released_crossing` of that cell.  With ``horizon`` every run is read at
-    that step (eq. (2')) and the runs that stop before it are left out."""
+    """Markdown: per width, d, t1 and start, the runs learned of the runs at each delta, the
+    :func:`released_bracket` and the :func:`released_crossing` of that cell, read at ``horizon`` or at the cell's
+    eq. (4) S_cell (:func:`at_horizon`; the column T), with the runs left undecided there."""
     cells = {}
     for r in released:
-        if horizon is None or r["steps"] >= horizon:
-            T = horizon or r["steps"]
-            cells.setdefault((r["m"], r["d"], r["t1"], T, r.get("scale", 1.0)), []).append(r)
-    lines = ["| m | d | t1 | T | start | delta: learned / runs | bracket | crossing (s.e.) |",
-             "|---|---|---|---|---|---|---|---|"]
-    for (m, d, t1, T, scale), rows in sorted(cells.items()):
-        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(rows, horizon).items()))
-        c, se = released_crossing(rows, horizon)
-        cross = crossing_text(c, se)
-        lines.append(f"| {m} | {d} | {t1} | {T} | {scale:g} | {text} | {bracket_text(*released_bracket(rows, horizon))} "
-                     f"| {cross} |")
+        cells.setdefault((r["m"], r["d"], r["t1"], r.get("scale", 1.0)), []).append(r)
+    lines = ["| m | d | t1 | T | start | delta: learned / runs | bracket | crossing (s.e.) | undecided |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for (m, d, t1, scale), rows in sorted(cells.items()):
+        cell = at_horizon(rows, horizon)
+        if not cell.rows:
+            continue
+        text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(cell.rows).items()))
+        lines.append(f"| {m} | {d} | {t1} | {cell.horizon} | {scale:g} | {text} | "
+                     f"{bracket_text(*released_bracket(cell.rows))} | {crossing_text(*released_crossing(cell.rows))} "
+                     f"| {cell.left_out} |")
     return lines
 
 
@@ -293,7 +345,7 @@ def run_grid(out, run, say, problem: tuple, cells: list, t1: int, T: int, scale:
 @click.option("--fractions", "by_cell", is_flag=True, help="with --summary: the learned fractions per delta, the "
               "bracket where half the runs learn and the logistic crossing (eq. (3)), per width and d, instead of the runs")
 @click.option("--horizon", type=click.IntRange(min=1), help="with --fractions: read every run at this step (eq. (2'); "
-              "runs that stop before it left out)")
+              "default: each cell's longest horizon that decides every run, eq. (4); undecided runs left out)")
 def main(activation, link, eta, widths, deltas, dims, seeds, t1, T, scale, out, summary_files, settled_files, by_cell,
          horizon):
     if horizon is not None and not by_cell:

@@ -28,7 +28,7 @@ from pathlib import Path
 import click
 
 from validation.records import read_file
-from validation.release_check import released_bracket
+from validation.release_check import at_horizon, released_bracket
 from validation.settle import crossing_text, threshold_lines, thresholds_by_step
 from validation.settled_hessian import RULES, bracket_text, settled_bracket, under_rule
 
@@ -58,9 +58,10 @@ def finite_d_brackets(rows: list, m: int) -> dict:
 
 def released_brackets(rows: list, m: int, t1: int) -> dict:
     """{d: :func:`released_bracket`} of the release records at width m released at step t1 with a random start's
-    hard component (scale 1), d ascending."""
+    hard component (scale 1), d ascending, each d read at its common horizon (release_check eq. (4))."""
     rows = [r for r in rows if r["m"] == m and r["t1"] == t1 and r.get("scale", 1.0) == 1.0]
-    return {d: released_bracket([r for r in rows if r["d"] == d]) for d in sorted({r["d"] for r in rows})}
+    dims = sorted({r["d"] for r in rows})
+    return {d: released_bracket(at_horizon([r for r in rows if r["d"] == d]).rows) for d in dims}
 
 
 def gather(settle_lines: dict, settled_rows: list, D: int, rule: str = "weighted", released_rows: tuple = (),
