@@ -87,7 +87,7 @@ def test_the_command_resumes_sets_the_release_beside_and_refuses_bad_input(tmp_p
                                                           "t1", "steps", "scale")},
                                     "q": [[20, 0.0], [40, 0.9]], "learned": True, "t_half": 30}) + "\n")
     res = CliRunner().invoke(main, ["--summary", str(out), "--releases", str(released)])
-    assert res.exit_code == 0 and "| 1 | 30 | 12 | 0 | 20 | 40 |" in res.output
+    assert res.exit_code == 0 and "| 1 | 30 | 12 | 0 | 20 |" in res.output and "| 40 | 0.9 | yes |" in res.output
     assert f"meets the release in {int(rec['learned'])} of 1" in res.output
     for bad, words in ((["--t1", "40", "--steps", "40", "--out", str(out)], "must be below"),
                        (["--points", "1", "--out", str(out)], "--points"),

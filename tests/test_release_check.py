@@ -183,6 +183,12 @@ def test_a_cell_is_read_from_each_runs_longest_record_at_its_common_horizon(tmp_
         sorted(map(tuple, (r.values() for r in release_check.at_horizon(first).rows)))
     # a cell where one run was not rerun stays at the horizon that decides it
     assert release_check.at_horizon(first + rerun[:1]).horizon == 20000
+    # a prediction with no horizon of its own (a profile at T = 2 x 10^4) meets the run's longest record; one
+    # at a horizon (run_key) the record of its own T
+    key, by_key = release_check.matching_releases(first + rerun, longest_run=True)
+    assert by_key[key(first[1])]["steps"] == 30000 and by_key[key(first[0])]["steps"] == 20000
+    key, by_key = release_check.matching_releases(first + rerun)
+    assert by_key[key(first[1])] is first[1]
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in first + rerun))
     res = CliRunner().invoke(main, ["--summary", str(path), "--fractions"])

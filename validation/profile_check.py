@@ -108,7 +108,7 @@ from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
 from validation.release_check import (LEARNED, _read, at_horizon, beside_releases, crossing_text, final_q, grid,
-                                      release_options, released_crossing, run_grid, run_key)
+                                      matching_releases, release_options, released_crossing, run_grid)
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
@@ -276,18 +276,19 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
 
 
 def summary(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
-    """Markdown: each profile beside the release of the same setup, seed, t1, T and start (release_check records):
-    the push at h = 0 and its least value, q_stall against GD's q(T), learned_prof against learned; and the
-    counts."""
+    """Markdown: each profile beside the release of the same setup, seed, t1 and start (release_check records; the
+    run's longest record, whatever its T, as the profile is quasi-static: release_check eq. (4)): the push at h = 0
+    and its least value, q_stall against GD's q(T), learned_prof against learned; and the counts."""
     def row(p, rel):
-        measured = ([f"{final_q(rel):.3g}", "yes" if rel["learned"] else "no",
-                     "yes" if rel["learned"] == p["learned"] else "no"] if rel else ["-"] * 3)
-        return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]), str(p["steps"]),
+        measured = ([str(rel["steps"]), f"{final_q(rel):.3g}", "yes" if rel["learned"] else "no",
+                     "yes" if rel["learned"] == p["learned"] else "no"] if rel else ["-"] * 4)
+        return [str(p["m"]), str(p["d"]), f"{p['delta']:g}", str(p["seed"]), str(p["t1"]),
                 f"{p['push'][0]:.3g}", f"{min(p['push']):.3g}", "-" if p["stall"] is None else f"{p['stall']:.3g}",
                 *measured]
     means = mean_crossings(predicted, degree)     # eq. (6)'s refits once, for both tables that read them
-    lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "T", "p(0)", "min p", "q_stall",
-                                                  "q(T)", "learned", "agree"], row, "learned_prof (eq. (5))")
+    lines = beside_releases(predicted, released, ["m", "d", "delta", "seed", "t1", "p(0)", "min p", "q_stall",
+                                                  "GD's T", "q(T)", "learned", "agree"], row,
+                            "learned_prof (eq. (5))", longest_run=True)
     return (lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted) + [""]
             + mean_parts(predicted, degree, means) + [""] + mean_against_gd(predicted, released, degree, means)
             + [""] + fluctuation_parts(predicted, degree))
@@ -469,21 +470,21 @@ def fluctuation_parts(predicted: list, degree: int = DEGREE, qs=(1e-4, 1e-3, 1e-
 
 
 def crossings(predicted: list, released: list) -> list[str]:
-    """Markdown: per width, d, t1 and T, the logistic crossing (release_check eq. (3)) of learned_prof and of GD's
-    learned over the same runs (those with both a profile and a release)."""
-    by_key = {run_key(r): r for r in released}
+    """Markdown: per width, d and t1, the logistic crossing (release_check eq. (3)) of learned_prof and of GD's
+    learned over the same runs (those with both a profile and a release; GD's read at the runs' common horizon,
+    release_check eq. (4), each from its longest record)."""
+    key, by_key = matching_releases(released, longest_run=True)
     cells = {}
     for p in predicted:
-        rel = by_key.get(run_key(p))
+        rel = by_key.get(key(p))
         if rel is not None:
-            cells.setdefault((p["m"], p["d"], p["t1"], p["steps"]), []).append((p, rel))
-    lines = ["| m | d | t1 | T | runs | crossing, profile (s.e.) | crossing, GD (s.e.) |", "|---|---|---|---|---|---|---|"]
-    for (m, d, t1, T), pairs in sorted(cells.items()):
-        text = []
-        for rows in ([p for p, _ in pairs], [r for _, r in pairs]):
-            c, se = released_crossing(rows)
-            text.append(crossing_text(c, se))
-        lines.append(f"| {m} | {d} | {t1} | {T} | {len(pairs)} | {text[0]} | {text[1]} |")
+            cells.setdefault((p["m"], p["d"], p["t1"]), []).append((p, rel))
+    lines = ["| m | d | t1 | GD's T | runs | crossing, profile (s.e.) | crossing, GD (s.e.) |",
+             "|---|---|---|---|---|---|---|"]
+    for (m, d, t1), pairs in sorted(cells.items()):
+        gd = at_horizon([r for _, r in pairs])
+        text = [crossing_text(*released_crossing(rows)) for rows in ([p for p, _ in pairs], gd.rows)]
+        lines.append(f"| {m} | {d} | {t1} | {gd.horizon} | {len(pairs)} | {text[0]} | {text[1]} |")
     return lines
 
 

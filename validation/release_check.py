@@ -249,15 +249,25 @@ def final_q(r: dict) -> float:
     return dict((int(s), v) for s, v in r["q"])[r["steps"]]
 
 
-def beside_releases(predicted: list, released: list, header: list, row, rule: str) -> list[str]:
+def matching_releases(released: list, longest_run: bool = False) -> tuple:
+    """(key, {key(r): r}): the release records by :func:`run_key` (the same setup, seed, t1, T and start), or with
+    ``longest_run`` by :func:`run_identity`, each run's longest record (for a prediction with no horizon of its own,
+    as validation.profile_check's quasi-static one)."""
+    key = run_identity if longest_run else run_key
+    return key, {key(r): r for r in (longest(released) if longest_run else released)}
+
+
+def beside_releases(predicted: list, released: list, header: list, row, rule: str,
+                    longest_run: bool = False) -> list[str]:
     """Markdown: each prediction (validation.response_check, validation.profile_check records) on a line
-    ``row(p, rel)`` beside the release of the same setup, seed, t1, T and start (``rel``, None when there is none),
-    and how often the prediction's learned meets the release's (``rule`` names the prediction's)."""
-    by_key = {run_key(r): r for r in released}
+    ``row(p, rel)`` beside the release of the same setup, seed, t1, T and start (``rel``, None when there is none;
+    with ``longest_run`` the run's longest record, whatever its T: :func:`matching_releases`), and how often the
+    prediction's learned meets the release's (``rule`` names the prediction's)."""
+    key, by_key = matching_releases(released, longest_run)
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     agree = [0, 0]
     for p in sorted(predicted, key=lambda r: (r["m"], r["d"], r["delta"], r["seed"], r["t1"], r.get("scale", 1.0))):
-        rel = by_key.get(run_key(p))
+        rel = by_key.get(key(p))
         if rel is not None:
             agree[0 if rel["learned"] == p["learned"] else 1] += 1
         lines.append("| " + " | ".join(row(p, rel)) + " |")
