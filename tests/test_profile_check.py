@@ -260,3 +260,25 @@ def test_the_plot_sets_eq_9_beside_gd_and_the_d_inf_law(tmp_path, monkeypatch):
     assert (tmp_path / "f.png").stat().st_size > 10000
     res = CliRunner().invoke(main, ["--plot", str(tmp_path / "g.png"), "--out", str(tmp_path / "p.jsonl")])
     assert res.exit_code != 0 and "--summary" in res.output and "Traceback" not in res.output
+
+
+def test_the_quasi_static_time_integrates_one_over_the_push_along_h():
+    from validation.profile_check import quasi_static_time
+    # a profile with the complement's norm 1 at every point: h = sqrt(q / (1 - q)); q = 1/2 at h = 1
+    q = np.array([0.0, 1e-4, 1e-3, 1e-2, 0.1, 0.3, 0.5, 0.6])
+    h = np.sqrt(q / (1 - q))
+    flat = {"q": q.tolist(), "h": h.tolist(), "push": [0.02] * len(q)}
+    h0 = math.sqrt(1e-5 / (1 - 1e-5))
+    assert quasi_static_time(flat, 1e-5, 0.1) == pytest.approx((1 - h0) / (0.1 * 0.02), rel=1e-9)
+    # a push linear in h between the points (rising, then falling): against a plain midpoint rule
+    push = np.array([0.03, 0.01, 0.02, 0.05, 0.2, 0.1, 0.04, 0.03])
+    rec = {"q": q.tolist(), "h": h.tolist(), "push": push.tolist()}
+    grid = np.linspace(h0, 1.0, 400001)
+    mid = (grid[1:] + grid[:-1]) / 2
+    reference = float(np.sum(np.diff(grid) / (0.1 * np.interp(mid, h, push))))
+    assert quasi_static_time(rec, 1e-5, 0.1) == pytest.approx(reference, rel=1e-6)
+    # a zero of the push on the way: no escape; one beyond q = 1/2 does not count; a grid short of 1/2: none
+    assert quasi_static_time({**rec, "push": [*push[:4], -1e-3, *push[5:]]}, 1e-5, 0.1) == math.inf
+    assert quasi_static_time({**rec, "push": [*push[:7], -1.0]}, 1e-5, 0.1) == pytest.approx(reference, rel=1e-6)
+    assert quasi_static_time({k: v[:6] for k, v in rec.items()}, 1e-5, 0.1) == math.inf
+    assert quasi_static_time(rec, 0.7, 0.1) == 0.0

@@ -49,6 +49,17 @@ learned_prof at d' = d (r + f = p), learned_even at d' = inf.  It assumes r's me
 O(n^-1/2) fluctuation is kept at d's size, not reduced) and the odd part's higher terms scale as the force does;
 the released crossings measured at d' (release_check) are its check.
 
+Read as a flow, GD's step moves the clamped coordinate by eta p (Theta <- Theta + eta G), so that quasi-statically
+the hard component climbs from the release's q(t1) to q = 1/2 in
+
+    t_qs = integral from h_0 to h_1/2 of dh / (eta p(h)),                                                (11)
+
+p linear in h between the profile's points (h = 0 first, p(0) = |F|; the integral exact on each piece), h_0 the
+release's q(t1) by eq. (3) with the complement of the grid's first point, h_1/2 where q = 1/2 (linear in log q
+between the points around it); inf where p <= 0 on the way.  It leaves out the complement's lag (GD's complement
+relaxes over 1 / (eta lambda) steps, not at once) and the release's random start, not along E: a lower bound on
+GD's t_1/2 - t1 if the relaxed push is the largest GD meets.
+
 The start of r is the Hessian at the relaxed first phase.  With H = m Hess R at Theta(0) and the hard coordinate
 clamped (m = 1: a scalar), r(h) = -S h + O(h^2), S = H_hh - H_hc H_cc^+ H_ch the Schur complement of the
 complement's block (tests: rel. 1e-3 at q = 1e-6 against the dense Hessian, the error O(h^2)).  Theta(0) minimizes
@@ -246,6 +257,53 @@ def profile(land: Landscape, theta1, qs) -> dict:
     return rows
 
 
+def quasi_static_time(rec: dict, q0: float, eta: float) -> float:
+    """Eq. (11): the steps a quasi-static climb along the profile ``rec`` takes from the hard fraction ``q0`` (the
+    release's q(t1)) to q = 1/2 at step size ``eta``; inf where the push is <= 0 on the way or the grid stops short
+    of q = 1/2."""
+    q, h, p = (np.asarray(rec[k], dtype=float) for k in ("q", "h", "push"))
+    if q0 >= LEARNED:
+        return 0.0
+    if q[-1] < LEARNED:
+        return math.inf
+    c2 = h[1] ** 2 * (1 - q[1]) / q[1]                    # ||P_C Theta||^2 at the grid's first point
+    h0 = math.sqrt(q0 / (1 - q0) * c2)
+    h_end = float(np.interp(math.log(LEARNED), np.log(q[1:]), h[1:]))
+    inside = (h > h0) & (h < h_end)
+    hs = np.concatenate([[h0], h[inside], [h_end]])
+    ps = np.interp(hs, h, p)
+    if np.any(ps <= 0):
+        return math.inf
+    dh, p0, p1 = np.diff(hs), ps[:-1], ps[1:]
+    same = np.isclose(p0, p1, rtol=1e-12, atol=0)
+    # integral of dh / (a + b h) over a piece with p going linearly from p0 to p1
+    pieces = np.where(same, dh / p0, dh * np.log(p1 / p0) / np.where(same, 1.0, p1 - p0))
+    return float(np.sum(pieces) / eta)
+
+
+def time_parts(predicted: list, released: list, eta: float | None = None) -> list[str]:
+    """Markdown: per width and d, eq. (11)'s quasi-static time beside GD's t_1/2 - t1 on the runs both learn (each
+    profile beside its run's longest release), the ratio GD / eq. (11) as median [least, largest], and the runs
+    eq. (11) gives more steps than GD took (eq. (11) above GD: it is then no lower bound)."""
+    key, by_key = matching_releases(released, longest_run=True)
+    cells = {}
+    for p in predicted:
+        rel = by_key.get(key(p))
+        if rel is None or rel["t_half"] is None:
+            continue
+        q0 = dict((int(s), v) for s, v in rel["q"])[rel["t1"]]
+        t = quasi_static_time(p, q0, eta or p["eta"])
+        if math.isfinite(t) and t > 0:
+            cells.setdefault((p["m"], p["d"]), []).append((rel["t_half"] - rel["t1"]) / t)
+    lines = ["| m | d | runs learned by both | t_1/2 - t1, GD / eq. (11): median [least, largest] | GD faster |",
+             "|---|---|---|---|---|"]
+    for (m, d), ratios in sorted(cells.items()):
+        ratios = np.asarray(ratios)
+        lines.append(f"| {m} | {d} | {len(ratios)} | {np.median(ratios):.2g} [{ratios.min():.2g}, {ratios.max():.2g}] "
+                     f"| {int(np.sum(ratios < 1))} |")
+    return lines
+
+
 def parts(rec: dict):
     """Eq. (7): the restoring push r and the force part f of a profile record (arrays over its q), or None for a
     record made before the mirror (eq. (6))."""
@@ -291,7 +349,7 @@ def summary(predicted: list, released: list, degree: int = DEGREE) -> list[str]:
                             "learned_prof (eq. (5))", longest_run=True)
     return (lines + [""] + crossings(predicted, released) + [""] + even_parts(predicted) + [""]
             + mean_parts(predicted, degree, means) + [""] + mean_against_gd(predicted, released, degree, means)
-            + [""] + fluctuation_parts(predicted, degree))
+            + [""] + fluctuation_parts(predicted, degree) + [""] + time_parts(predicted, released))
 
 
 def learned_at(r, f, ratio: float | None) -> bool:
