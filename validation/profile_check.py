@@ -291,7 +291,7 @@ def time_parts(predicted: list, released: list, eta: float | None = None) -> lis
         rel = by_key.get(key(p))
         if rel is None or rel["t_half"] is None:
             continue
-        q0 = dict((int(s), v) for s, v in rel["q"])[rel["t1"]]
+        q0 = {int(s): v for s, v in rel["q"]}[rel["t1"]]
         t = quasi_static_time(p, q0, eta or p["eta"])
         if math.isfinite(t) and t > 0:
             cells.setdefault((p["m"], p["d"]), []).append((rel["t_half"] - rel["t1"]) / t)
