@@ -32,7 +32,7 @@ from each run's longest record, by default at its common horizon
 the longest horizon at which eq. (2') decides every run of the cell: runs not learned at T = 2 x 10^4 rerun to
 3 x 10^4 move the whole cell to 3 x 10^4 (the learned ones read there by eq. (2')).  Where every run of a cell has
 one T, S_cell = T and the reading is eq. (2).  With ``--horizon S`` above a run's undecided T, that run is left out
-and counted.
+and counted, and the cell gets no bracket nor crossing (the runs left out are all unlearned ones).
 
 Measured (gelu / phase retrieval, eta 0.1, validation/reports/planted/width section 12g): at t1 = 600 all 11 released
 runs learn within 500-1200 steps (d = 400-800), the verdicts' "bounded" included; at t1 = 10^4 and d = 400 GD
@@ -238,8 +238,11 @@ def fractions(released: list, horizon: int | None = None) -> list[str]:
         if not cell.rows:
             continue
         text = ", ".join(f"{delta:g}: {sum(v)}/{len(v)}" for delta, v in sorted(_learned_by_delta(cell.rows).items()))
-        lines.append(f"| {m} | {d} | {t1} | {cell.horizon} | {scale:g} | {text} | "
-                     f"{bracket_text(*released_bracket(cell.rows))} | {crossing_text(*released_crossing(cell.rows))} "
+        # the undecided runs are the ones not learned by their T: without them the fractions lean to learned, so
+        # no bracket and no crossing are read off them
+        bracket, cross = (("-", "-") if cell.left_out else
+                          (bracket_text(*released_bracket(cell.rows)), crossing_text(*released_crossing(cell.rows))))
+        lines.append(f"| {m} | {d} | {t1} | {cell.horizon} | {scale:g} | {text} | {bracket} | {cross} "
                      f"| {cell.left_out} |")
     return lines
 
