@@ -43,7 +43,11 @@ the d = inf thresholds (d = 800: from 20 / 12 / 7.5 / 7.5), and also with the ha
 less than the runs resolve from 800 to 1600, and at d = 1600 is at 0.13-0.75 of the d = inf values: [12, 16] /
 [8, 12] / [5, 7.5] / [5, 7.5] at m = 1 / 2 / 4 / 8.  With 6-8 runs per delta at d = 400 and 800 (section 12j) the
 crossings of eq. (3) are 13.8 +- 1.4 / 15.0 +- 0.8 at m = 1, 10.2 +- 1.6 / 14.0 +- 1.2 at m = 2 (d = 400 read at
-2 x 10^4 steps) and 5.6 +- 0.7 / 6.2 +- 0.7 at m = 4.
+2 x 10^4 steps) and 5.6 +- 0.7 / 6.2 +- 0.7 at m = 4.  Read by eq. (4) after the unlearned runs at d = 800 were
+rerun to 3 x 10^4 (section 12p): 13.8 +- 1.4 / 14.5 +- 0.8 at m = 1, 9.5 +- 1.6 / 12.0 +- 2.3 at m = 2, <= 5 / 5.9
++- 0.5 at m = 4, and at m = 8 4.5 +- 0.3 / 4.5 +- 0.3 / 5.4 +- 0.3 at d = 400 / 800 / 1600 (at 2 x 10^4 steps 5.3 +-
+0.3 and 5.8 +- 0.3 at d = 800 / 1600: m = 8's runs near the crossing climb for 10^4 steps and more; at d = 400 the
+crossing falls to 4.0 +- 0.6 by 5 x 10^4).
 
 Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
       python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl
