@@ -59,7 +59,7 @@ lowest deltas).  Eq. (9) was up to 2.8 s.e. high there.  At m = 4 and 8, from pr
 by -0.3 / +0.6 and -1.4 / -1.0 from d = 400 to 800 / 1600 (GD's m = 8 cells with 3-8 runs per delta, section
 12o; at m = 8 eq. (2) stays near 4-4.5 at every d' while GD, read at 3 x 10^4 steps at d = 400 and 2 x 10^4 above,
 rose from 4.5 to 5.9; read at one horizon, 3 x 10^4, GD gives 4.5 / 4.5 / 5.4 at d = 400 / 800 / 1600 and eq. (2)
-meets it by -0.6 / -0.7 combined s.e., section 12p: eq. (2) is an infinite-horizon law, and GD's crossing at a
+meets it by -0.6 / -0.6 combined s.e., section 12p: eq. (2) is an infinite-horizon law, and GD's crossing at a
 finite horizon lies above it by its escape time, which eq. (2) does not give).  Eq. (5): s_f
 and s_r at q >= 0.01 are flat in d within their errors, s_r at q <= 10^-3 grows (m = 1: 0.30 / 0.47 / 0.58 at q =
 10^-3, d = 400 / 800 / 1600).
