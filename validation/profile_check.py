@@ -122,7 +122,7 @@ from thresholds.alg import latent_split
 from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
 from validation.release_check import (LEARNED, _read, at_horizon, beside_releases, crossing_text, final_q, grid,
-                                      matching_releases, release_options, released_crossing, run_grid)
+                                      matching_releases, q_at, release_options, released_crossing, run_grid)
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
@@ -284,18 +284,22 @@ def quasi_static_time(rec: dict, q0: float, eta: float) -> float:
     return float(np.sum(pieces) / eta)
 
 
+def with_releases(predicted: list, released: list) -> list:
+    """[(profile, release)] of the profiles that have a release of their run, each its run's longest record (the
+    profile is quasi-static: release_check eq. (4))."""
+    key, by_key = matching_releases(released, longest_run=True)
+    return [(p, by_key[key(p)]) for p in predicted if key(p) in by_key]
+
+
 def time_parts(predicted: list, released: list, eta: float | None = None) -> list[str]:
     """Markdown: per width and d, eq. (11)'s quasi-static time beside GD's t_1/2 - t1 on the runs both learn (each
     profile beside its run's longest release), the ratio GD / eq. (11) as median [least, largest], and the runs
     eq. (11) gives more steps than GD took (eq. (11) above GD: it is then no lower bound)."""
-    key, by_key = matching_releases(released, longest_run=True)
     cells = {}
-    for p in predicted:
-        rel = by_key.get(key(p))
-        if rel is None or rel["t_half"] is None:
+    for p, rel in with_releases(predicted, released):
+        if rel["t_half"] is None:
             continue
-        q0 = {int(s): v for s, v in rel["q"]}[rel["t1"]]
-        t = quasi_static_time(p, q0, eta or p["eta"])
+        t = quasi_static_time(p, q_at(rel, rel["t1"]), eta or p["eta"])
         if math.isfinite(t) and t > 0:
             cells.setdefault((p["m"], p["d"]), []).append((rel["t_half"] - rel["t1"]) / t)
     lines = ["| m | d | runs learned by both | t_1/2 - t1, GD / eq. (11): median [least, largest] | GD faster |",
@@ -534,12 +538,9 @@ def crossings(predicted: list, released: list) -> list[str]:
     """Markdown: per width, d and t1, the logistic crossing (release_check eq. (3)) of learned_prof and of GD's
     learned over the same runs (those with both a profile and a release; GD's read at the runs' common horizon,
     release_check eq. (4), each from its longest record)."""
-    key, by_key = matching_releases(released, longest_run=True)
     cells = {}
-    for p in predicted:
-        rel = by_key.get(key(p))
-        if rel is not None:
-            cells.setdefault((p["m"], p["d"], p["t1"]), []).append((p, rel))
+    for p, rel in with_releases(predicted, released):
+        cells.setdefault((p["m"], p["d"], p["t1"]), []).append((p, rel))
     lines = ["| m | d | t1 | GD's T | runs | crossing, profile (s.e.) | crossing, GD (s.e.) |",
              "|---|---|---|---|---|---|---|"]
     for (m, d, t1), pairs in sorted(cells.items()):

@@ -251,9 +251,14 @@ def fractions(released: list, horizon: int | None = None) -> list[str]:
     return lines
 
 
+def q_at(r: dict, step: int) -> float:
+    """q at one of a release record's steps (eq. (1))."""
+    return {int(s): v for s, v in r["q"]}[step]
+
+
 def final_q(r: dict) -> float:
     """q(T) of a release record."""
-    return dict((int(s), v) for s, v in r["q"])[r["steps"]]
+    return q_at(r, r["steps"])
 
 
 def matching_releases(released: list, longest_run: bool = False) -> tuple:
