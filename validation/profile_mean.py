@@ -62,8 +62,8 @@ rose from 4.5 to 5.9; read at one horizon, 3 x 10^4, GD gives 4.5 / 4.5 / 5.4 at
 meets it by -0.6 / -0.6 combined s.e., section 12p: eq. (2) is an infinite-horizon law, and GD's crossing at a
 finite horizon lies above it by its escape time, which eq. (2) does not give; at 5 x 10^4 steps GD at d = 800 is
 4.0 +- 0.6 and z = -0.0, section 12q).  At m = 16 (profiles at d = 400, delta 3-6 only, section 12q) eq. (2) gives
-3.5 +- 0.3 at d' = 800 against GD's 4.2 +- 0.1 at 5 x 10^4 steps, z = -2.3, with three of GD's four delta-4 runs
-there still climbing near q = 1/2; eq. (3') lies above the profiled deltas.  Eq. (5): s_f
+3.5 +- 0.3 at d' = 800 against GD's 4.2 +- 0.1 at 5 x 10^4 steps, z = -2.3, a horizon effect: by 10^5 steps two of GD's
+four delta-4 runs there learn (crossing <= 4); eq. (3') lies above the profiled deltas.  Eq. (5): s_f
 and s_r at q >= 0.01 are flat in d within their errors, s_r at q <= 10^-3 grows (m = 1: 0.30 / 0.47 / 0.58 at q =
 10^-3, d = 400 / 800 / 1600).
 """
