@@ -46,8 +46,9 @@ crossings of eq. (3) are 13.8 +- 1.4 / 15.0 +- 0.8 at m = 1, 10.2 +- 1.6 / 14.0 
 2 x 10^4 steps) and 5.6 +- 0.7 / 6.2 +- 0.7 at m = 4.  Read by eq. (4) after the unlearned runs at d = 800 were
 rerun to 3 x 10^4 (section 12p): 13.8 +- 1.4 / 14.5 +- 0.8 at m = 1, 9.5 +- 1.6 / 12.0 +- 2.3 at m = 2, <= 5 / 5.9
 +- 0.5 at m = 4, and at m = 8 4.5 +- 0.3 / 4.5 +- 0.3 / 5.4 +- 0.3 at d = 400 / 800 / 1600 (at 2 x 10^4 steps 5.3 +-
-0.3 and 5.8 +- 0.3 at d = 800 / 1600: m = 8's runs near the crossing climb for 10^4 steps and more; at d = 400 the
-crossing falls to 4.0 +- 0.6 by 5 x 10^4).
+0.3 and 5.8 +- 0.3 at d = 800 / 1600: m = 8's runs near the crossing climb for 10^4 steps and more; at d = 400 and
+800 the crossing falls to 4.0 +- 0.6 by 5 x 10^4, section 12q).  m = 16 (section 12q): 3.5 +- 0.3 / 4.2 +- 0.1 at
+d = 400 / 800 by 5 x 10^4.
 
 Run:  python -m validation.release_check -a gelu --eta 0.1 --m 4 --delta 20 --dims 800 --seeds 0,1 --out R.jsonl
       python -m validation.release_check --summary R.jsonl --records settled_hessian_gelu_m4.jsonl
