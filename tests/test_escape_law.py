@@ -1,0 +1,131 @@
+import json
+import math
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+from scipy import stats
+
+from validation.escape_law import EscapeData, EscapeLaw, cell_data, check, fit, fit_with_errors, main, \
+    neg_log_likelihood
+
+T1 = 10000
+
+
+def record(delta, seed, t_half, steps, m=16, d=400):
+    """A release_check record with what the law reads (eq. (1)): t_half or None, and its T."""
+    return {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": m, "delta": float(delta), "d": d,
+            "seed": seed, "t1": T1, "steps": steps, "scale": 1.0, "t_half": t_half,
+            "learned": t_half is not None and t_half <= steps, "q": [[T1, 0.001], [steps, 0.0]]}
+
+
+def drawn(law, deltas, runs, steps, seed=0):
+    """Records drawn from eq. (2) with ``law``'s parameters, each run censored at its T = ``steps``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for delta in deltas:
+        for k in range(runs):
+            if delta <= law.delta_c:
+                tau = math.inf
+            else:
+                tau = math.exp(law.log_A - law.nu * math.log(delta - law.delta_c) + law.sigma * rng.standard_normal())
+            t_half = T1 + math.ceil(tau) if T1 + tau <= steps else None
+            out.append(record(delta, k, t_half, steps))
+    return out
+
+
+TRUE = EscapeLaw(log_A=math.log(8000.0), delta_c=3.6, sigma=0.4, nu=1.0, runs=0, escaped=0)
+
+
+def test_the_likelihood_is_the_censored_normal_of_log_tau():
+    # eq. (3) against scipy.stats term by term: the density of tau (log-normal) where observed, the survival of
+    # log tau where censored, and no term for a censored run at delta <= delta_c
+    data = EscapeData(np.array([3.0, 4.0, 5.0, 5.0, 6.0]), np.array([30000.0, 9000.0, 4000.0, 40000.0, 2500.0]),
+                      np.array([True, False, False, True, False]))
+    log_A, delta_c, sigma, nu = math.log(7000.0), 3.5, 0.6, 1.3
+    mu = log_A - nu * np.log(data.delta[1:] - delta_c)
+    ref = 0.0
+    for t, c, m in zip(data.tau[1:], data.censored[1:], mu):
+        ref -= stats.norm.logsf(math.log(t), m, sigma) if c else stats.lognorm.logpdf(t, sigma, scale=math.exp(m))
+    assert neg_log_likelihood(log_A, delta_c, sigma, nu, data) == pytest.approx(ref, rel=1e-12)
+    # an observed escape at or below delta_c has likelihood 0
+    assert neg_log_likelihood(log_A, 4.0, sigma, nu, data) == math.inf
+
+
+def test_eq_1_censors_each_run_at_its_own_horizon():
+    rows = [record(4, 0, 25000, 30000), record(4, 1, None, 30000), record(5, 0, 45000, 50000),
+            record(5, 1, None, 20000)]
+    data = cell_data(rows)
+    assert data.tau.tolist() == [15000, 20000, 35000, 10000]
+    assert data.censored.tolist() == [False, True, False, True]
+    # read at 3 x 10^4: the escape at 45000 becomes a run censored there; the run that stopped at 2 x 10^4 stays
+    # censored at its own T
+    data = cell_data(rows, horizon=30000)
+    assert data.tau.tolist() == [15000, 20000, 20000, 10000]
+    assert data.censored.tolist() == [False, True, True, True]
+    # a run recorded to several T is read from its longest record
+    assert cell_data([record(4, 0, None, 30000), record(4, 0, 41000, 50000)]).tau.tolist() == [31000]
+
+
+def test_eqs_4_and_5_agree():
+    for S in (20000, 50000, 10 ** 6):
+        c = TRUE.crossing(S, T1)
+        assert TRUE.p_learned(c, S, T1) == pytest.approx(0.5, abs=1e-12)
+        assert TRUE.p_learned(c + 0.1, S, T1) > 0.5 > TRUE.p_learned(c - 0.05, S, T1)
+    assert TRUE.crossing(None, T1) == TRUE.delta_c and TRUE.p_learned(3.5, 10 ** 9, T1) == 0.0
+
+
+def test_the_fit_recovers_the_law_it_was_drawn_from():
+    # 4 deltas x 12 runs censored at 3 x 10^4: delta 3.5 below delta_c never escapes, 4 escapes in about a third
+    rows = drawn(TRUE, [3.5, 4.0, 5.0, 6.0], 12, 30000, seed=3)
+    law = fit_with_errors(cell_data(rows), nu=1.0, resamples=60)
+    se = law.crossing_se(None, T1, 60)
+    assert law.escaped < law.runs and se is not None and 0 < se < 0.3
+    assert abs(law.delta_c - TRUE.delta_c) < 3 * se
+    assert law.sigma == pytest.approx(TRUE.sigma, rel=0.5)
+    assert law.crossing(50000, T1) == pytest.approx(TRUE.crossing(50000, T1), abs=3 * law.crossing_se(50000, T1, 60))
+    # the exponent fitted too comes back near 1 (a weak constraint with 48 runs; the test is its order)
+    free, _ = fit(cell_data(rows), nu=None)
+    assert 0.4 < free.nu < 2.5
+
+
+def test_escapes_at_one_delta_identify_no_law():
+    rows = [record(5, k, 14000 + 100 * k, 30000) for k in range(4)] + [record(4, k, None, 30000) for k in range(4)]
+    assert not cell_data(rows).identified and fit(cell_data(rows)) is None
+
+
+def test_eq_6_counts_only_the_runs_censored_at_S0_and_decided_at_S1():
+    rows = [record(5, 0, 12000, 60000),          # learned before S0: not in the check
+            record(5, 1, 45000, 60000),          # censored at S0, escapes by S1
+            record(5, 2, None, 60000),           # censored at S0, not by S1
+            record(5, 3, None, 35000),           # censored at S0, undecided at S1 (its T is below S1)
+            record(4, 0, None, 60000)]
+    got = check(rows, TRUE, 30000, 50000)
+    p = [(TRUE.p_learned(5.0, 50000, T1) - TRUE.p_learned(5.0, 30000, T1)) / (1 - TRUE.p_learned(5.0, 30000, T1)),
+         (TRUE.p_learned(4.0, 50000, T1) - TRUE.p_learned(4.0, 30000, T1)) / (1 - TRUE.p_learned(4.0, 30000, T1))]
+    assert got["runs"] == 3 and got["escaped"] == 1
+    assert got["expected"] == pytest.approx(2 * p[0] + p[1], rel=1e-12)
+    assert got["z"] == pytest.approx((1 - got["expected"]) / math.sqrt(2 * p[0] * (1 - p[0]) + p[1] * (1 - p[1])))
+
+
+def test_the_command_prints_a_law_per_cell_and_refuses_bad_input(tmp_path):
+    path = tmp_path / "r.jsonl"
+    rows = drawn(TRUE, [3.5, 4.0, 5.0, 6.0], 6, 60000, seed=1) + [
+        record(5, k, 14000 + 100 * k, 30000, m=8) for k in range(3)]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    runner = CliRunner()
+    out = runner.invoke(main, ["--released", str(path), "--resamples", "20", "--at", "50000"])
+    assert out.exit_code == 0, out.output
+    assert "| 8 | 400 | 10000 | 1 | 3 | not identified" in out.output
+    line = next(x for x in out.output.splitlines() if x.startswith("| 16 | 400"))
+    assert "+-" in line and len(line.split("|")) == len(out.output.splitlines()[0].split("|"))
+    out = runner.invoke(main, ["--released", str(path), "--resamples", "20", "--check", "30000:60000", "--json"])
+    assert out.exit_code == 0, out.output
+    cell = [json.loads(x) for x in out.output.splitlines()][1]
+    assert cell["m"] == 16 and cell["check"]["S0"] == 30000 and cell["horizon"] == 30000
+    for args, message in ((["--nu", "zero"], "--nu"), (["--nu", "-1"], "--nu"), (["--check", "5:3"], "--check"),
+                          (["--check", "x"], "--check"), (["--at", "a,b"], "--at"), (["--at", "0"], "--at")):
+        bad = runner.invoke(main, ["--released", str(path), *args])
+        assert bad.exit_code != 0 and message in bad.output and "Traceback" not in bad.output
+    missing = runner.invoke(main, ["--released", str(tmp_path / "none.jsonl")])
+    assert missing.exit_code != 0 and "no such file" in missing.output

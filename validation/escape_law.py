@@ -1,0 +1,308 @@
+"""GD's escape time after the release as a law in delta: the released crossing at every horizon, and past all.
+
+validation.release_check reads each released run at one horizon S (its eq. (2')) and fits the crossing of the
+fractions learned at S (its eq. (3)); that crossing moves with S (width sections 12p, 12q: m = 8 at d = 800 from
+4.5 at 3 x 10^4 steps to 4.0 at 5 x 10^4, m = 16 at d = 400 from 4.0 to 3.5), so a reading at one horizon is not
+GD's infinite-horizon threshold, and the unlearned runs say only that their escape takes longer than their T.  Here
+the escape times themselves are the data.  Per released run (one setup, seed, t1 and start; its longest record)
+
+    tau = t_1/2 - t1 (release_check eq. (2)), observed where t_1/2 <= S;  else censored: tau > S - t1,   (1)
+
+S the run's own T (or a horizon S below it, ``--horizon``): each run is censored at its own horizon, so cells
+whose runs stop at different T need no common horizon (release_check eq. (4)).  Per cell (m, d, t1, start):
+
+    log tau = log A - nu log(delta - delta_c) + sigma eps,   eps ~ N(0, 1);  tau = inf for delta <= delta_c,   (2)
+
+a divergence of the escape time at delta_c with a log-normal spread sigma over data sets and starts.  Why this
+form: after the release the hard component grows from q(t1) ~ 1/d as exp(2 eta |z| t), |z| the rate of the
+Hessian's hard negative direction, so that tau = log(q_1/2 / q(t1)) / (2 eta |z|); where z crosses zero linearly
+in delta, at delta_c, tau diverges as 1 / (delta - delta_c): nu = 1 (the default; ``--nu free`` fits it), and A
+carries the log d of the climb from q ~ 1/d.  The parameters (log A, delta_c, sigma) maximize the censored
+(Tobit) likelihood
+
+    log L = sum_observed [log phi(z_i) - log(sigma tau_i)] + sum_censored log(1 - Phi(z_i)),
+    z_i = (log tau_i - log A + nu log(delta_i - delta_c)) / sigma,                                       (3)
+
+with delta_c in (0, the least delta with an observed escape): a censored run at delta_i <= delta_c adds 0
+(it never escapes).  Read at any horizon S, the law gives
+
+    P(learned by S | delta) = Phi((log(S - t1) - log A + nu log(delta - delta_c)) / sigma)  (0 at delta <= delta_c),  (4)
+    delta_1/2(S) = delta_c + (A / (S - t1))^(1/nu),   -> delta_c as S -> inf,                         (5)
+
+delta_1/2(S) the crossing release_check's eq. (3) estimates at S, and delta_c GD's released crossing at an
+infinite horizon.  Errors: the runs of each delta resampled with replacement (the design kept) and the law refitted;
+the s.e. of delta_c and of delta_1/2(S) are half the 16-84% range of the refits (thresholds.crossing eq. (5)), none
+when fewer than 80% of the resamples can be fitted.  A law needs observed escapes at two deltas at least (with one,
+A and delta_c trade off along log A - nu log(delta - delta_c) = const).
+
+The check (``--check S0:S1``): fit on the runs read at S0, then, for the runs not learned by S0 that eq. (1)
+decides at S1 > S0 (their T >= S1, or escaped before their T), the law's chance of escaping between S0 and S1
+
+    P(S0 < tau + t1 <= S1) / P(tau + t1 > S0),   summed over the runs against the number that escape,     (6)
+
+z = (escaped - sum P) / sqrt(sum P (1 - P)): out of sample, since the fit saw those runs only as censored at S0.
+
+Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4; validation/reports/planted/width section 12r): the runs
+of every cell fit eq. (2) with nu = 1; see that section for delta_c by width and d and for the check.
+
+Run:  python -m validation.escape_law --released release_gelu_t10000.jsonl --released release_gelu_t10000_d800.jsonl
+          [--horizon S0] [--at 30000,100000] [--nu free] [--check 30000:50000] [--json]
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+
+import click
+import numpy as np
+from scipy import optimize
+from scipy.special import log_ndtr, ndtr
+
+from validation import records
+from validation.release_check import learned_by, longest
+
+MIN_FITTED = 0.8          # eq. (5)'s 80% of the resamples
+
+
+@dataclass(frozen=True)
+class EscapeData:
+    """One cell's runs by eq. (1): ``delta``, ``tau`` (observed, or the censoring time S - t1) and ``censored``."""
+    delta: np.ndarray
+    tau: np.ndarray
+    censored: np.ndarray
+
+    @property
+    def identified(self) -> bool:
+        """Observed escapes at two deltas at least (the module docstring)."""
+        return np.unique(self.delta[~self.censored]).size >= 2
+
+
+def cell_data(rows: list, horizon: int | None = None) -> EscapeData:
+    """Eq. (1) for the runs of one cell (release_check records; each run's longest record), read at ``horizon``
+    where it lies below a run's T (default: each run at its own T)."""
+    delta, tau, censored = [], [], []
+    for r in longest(rows):
+        S = r["steps"] if horizon is None else min(horizon, r["steps"])
+        escaped = learned_by(r, S)
+        delta.append(r["delta"])
+        tau.append(r["t_half"] - r["t1"] if escaped else S - r["t1"])
+        censored.append(not escaped)
+    return EscapeData(np.array(delta, float), np.array(tau, float), np.array(censored, bool))
+
+
+def _unpack(x: np.ndarray, top: float, nu: float | None) -> tuple:
+    """(log A, delta_c, sigma, nu) from the optimizer's free variables: delta_c = top * logistic(x[1]) in
+    (0, top), sigma and a free nu by their logs."""
+    return x[0], top / (1.0 + math.exp(-x[1])), math.exp(x[2]), (math.exp(x[3]) if nu is None else nu)
+
+
+def neg_log_likelihood(log_A: float, delta_c: float, sigma: float, nu: float, data: EscapeData) -> float:
+    """-log L of eq. (3); inf where an observed escape lies at delta <= delta_c."""
+    above = data.delta > delta_c
+    if np.any(~above & ~data.censored):
+        return math.inf
+    d, t, c = data.delta[above], data.tau[above], data.censored[above]
+    z = (np.log(t) - log_A + nu * np.log(d - delta_c)) / sigma
+    return float(-np.sum(log_ndtr(-z[c])) + np.sum(0.5 * z[~c] ** 2 + math.log(sigma) + np.log(t[~c]))
+                 + 0.5 * math.log(2 * math.pi) * np.sum(~c))
+
+
+@dataclass(frozen=True)
+class EscapeLaw:
+    """Eq. (2) fitted to one cell (``log_A``, ``delta_c``, ``sigma``, ``nu``), its ``runs`` and ``escaped`` (eq.
+    (1)), the refits of the resampled runs ``boot`` [(log A, delta_c, sigma, nu)] and ``at_edge`` when delta_c
+    lies at an end of its range (0 or the least delta with an escape: the likelihood has no interior maximum)."""
+    log_A: float
+    delta_c: float
+    sigma: float
+    nu: float
+    runs: int
+    escaped: int
+    at_edge: bool = False
+    boot: list = field(default_factory=list, repr=False)
+
+    def p_learned(self, delta: float, S: float, t1: float) -> float:
+        """Eq. (4): the chance that a run at ``delta`` has escaped by step S."""
+        if delta <= self.delta_c or S <= t1:
+            return 0.0
+        return float(ndtr((math.log(S - t1) - self.log_A + self.nu * math.log(delta - self.delta_c)) / self.sigma))
+
+    def crossing(self, S: float | None, t1: float) -> float:
+        """Eq. (5) at horizon S (None: S -> inf, delta_c)."""
+        if S is None:
+            return self.delta_c
+        return self.delta_c + math.exp((self.log_A - math.log(S - t1)) / self.nu)
+
+    def crossing_se(self, S: float | None, t1: float, resamples: int) -> float | None:
+        """Eq. (5)'s s.e. at S from the refits; None below 80% of ``resamples`` fitted."""
+        if len(self.boot) < MIN_FITTED * resamples:
+            return None
+        values = [EscapeLaw(*b, runs=0, escaped=0).crossing(S, t1) for b in self.boot]
+        low, high = np.percentile(values, [16, 84])
+        return float(high - low) / 2
+
+
+def fit(data: EscapeData, nu: float | None = 1.0, starts: list | None = None) -> tuple | None:
+    """(law, x): the maximum of eq. (3) over (log A, delta_c, sigma) (and nu when ``nu`` is None), by Nelder-Mead
+    from several delta_c (or from ``starts``, the optimizer's variables), and its variables x; None when the law is
+    not identified (:attr:`EscapeData.identified`)."""
+    if not data.identified:
+        return None
+    top = float(data.delta[~data.censored].min())
+    logtau = np.log(data.tau[~data.censored])
+    if starts is None:
+        starts = [np.array([float(np.median(logtau)) + math.log(top * (1 - f)), math.log(f / (1 - f)), 0.0]
+                           + ([] if nu is not None else [0.0])) for f in (0.1, 0.3, 0.5, 0.7, 0.9, 0.97)]
+
+    def objective(x):
+        value = neg_log_likelihood(*_unpack(x, top, nu), data)
+        return value if math.isfinite(value) else 1e300
+    best = min((optimize.minimize(objective, x0, method="Nelder-Mead",
+                                  options={"xatol": 1e-7, "fatol": 1e-9, "maxiter": 20000, "maxfev": 20000})
+                for x0 in starts), key=lambda res: res.fun)
+    log_A, delta_c, sigma, nu_hat = _unpack(best.x, top, nu)
+    return EscapeLaw(float(log_A), float(delta_c), float(sigma), float(nu_hat), runs=int(data.delta.size),
+                     escaped=int((~data.censored).sum()), at_edge=bool(abs(best.x[1]) > 12), boot=[]), best.x
+
+
+def fit_with_errors(data: EscapeData, nu: float | None = 1.0, resamples: int = 200, seed: int = 0) -> EscapeLaw | None:
+    """:func:`fit` and its refits on ``resamples`` resamplings of the runs, each delta's runs drawn with
+    replacement among themselves (eq. (5)'s errors); resamples that are not identified are left out."""
+    found = fit(data, nu)
+    if found is None:
+        return None
+    law, x = found
+    rng = np.random.default_rng(seed)
+    groups = [np.nonzero(data.delta == v)[0] for v in np.unique(data.delta)]
+    boot = []
+    for _ in range(int(resamples)):
+        pick = np.concatenate([rng.choice(g, g.size) for g in groups])
+        sample = EscapeData(data.delta[pick], data.tau[pick], data.censored[pick])
+        refit = fit(sample, nu, starts=[x]) if sample.identified else None
+        if refit is not None:
+            b = refit[0]
+            boot.append((b.log_A, b.delta_c, b.sigma, b.nu))
+    return EscapeLaw(law.log_A, law.delta_c, law.sigma, law.nu, law.runs, law.escaped, law.at_edge, boot)
+
+
+def cells(released: list) -> dict:
+    """{(m, d, t1, start): [records]} of release_check records."""
+    out = {}
+    for r in released:
+        out.setdefault((r["m"], r["d"], r["t1"], r.get("scale", 1.0)), []).append(r)
+    return dict(sorted(out.items()))
+
+
+def check(rows: list, law: EscapeLaw, S0: int, S1: int) -> dict:
+    """Eq. (6): the runs of one cell not learned by S0 that eq. (1) decides at S1, the law's expected escapes
+    between S0 and S1 (``expected``, its binomial variance ``variance``) and the runs that do (``escaped``)."""
+    expected = variance = 0.0
+    escaped = n = 0
+    for r in longest(rows):
+        if learned_by(r, S0) is not False:
+            continue
+        now = learned_by(r, S1)
+        if now is None:
+            continue
+        p0, p1 = law.p_learned(r["delta"], S0, r["t1"]), law.p_learned(r["delta"], S1, r["t1"])
+        p = (p1 - p0) / (1 - p0) if p0 < 1 else 1.0
+        expected, variance, escaped, n = expected + p, variance + p * (1 - p), escaped + int(now), n + 1
+    return {"runs": n, "escaped": escaped, "expected": expected, "variance": variance,
+            "z": (escaped - expected) / math.sqrt(variance) if variance > 0 else None}
+
+
+def _fmt(value, se=None, digits=2) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.{digits}f}" + ("" if se is None else f" +- {se:.{digits}f}")
+
+
+def table(released: list, horizon: int | None, at: list, nu: float | None, resamples: int,
+          check_at: tuple | None = None) -> tuple:
+    """Markdown lines and JSON rows: per cell the law of eq. (2) (fitted on the runs read at ``horizon``, else
+    each at its T) and its crossings at the horizons ``at`` (eq. (5)); with ``check_at`` = (S0, S1) eq. (6)."""
+    head = ["m", "d", "t1", "start", "runs (escaped)", "delta_c (S -> inf)", "A", "sigma", "nu"]
+    head += [f"delta_1/2({S:g})" for S in at] + (["check: escaped / expected (z)"] if check_at else [])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    rows_out = []
+    for (m, d, t1, scale), rows in cells(released).items():
+        law = fit_with_errors(cell_data(rows, horizon), nu, resamples)
+        if law is None:
+            lines.append(f"| {m} | {d} | {t1} | {scale:g} | {len(longest(rows))} | not identified (escapes at fewer "
+                         "than two deltas) |" + " |" * (len(head) - 6))
+            rows_out.append({"m": m, "d": d, "t1": t1, "start": scale, "identified": False})
+            continue
+        se_c = law.crossing_se(None, t1, resamples)
+        cols = [str(m), str(d), str(t1), f"{scale:g}", f"{law.runs} ({law.escaped})",
+                _fmt(law.delta_c, se_c) + (" (at an end)" if law.at_edge else ""), f"{math.exp(law.log_A):.3g}",
+                f"{law.sigma:.2f}", f"{law.nu:.2f}"]
+        row = {"m": m, "d": d, "t1": t1, "start": scale, "identified": True, "runs": law.runs,
+               "escaped": law.escaped, "delta_c": law.delta_c, "delta_c_se": se_c, "A": math.exp(law.log_A),
+               "sigma": law.sigma, "nu": law.nu, "at_edge": law.at_edge, "fitted_resamples": len(law.boot),
+               "horizon": horizon, "crossings": {}}
+        for S in at:
+            c, se = law.crossing(S, t1), law.crossing_se(S, t1, resamples)
+            cols.append(_fmt(c, se))
+            row["crossings"][str(S)] = {"value": c, "se": se}
+        if check_at:
+            got = check(rows, law, *check_at)
+            cols.append(f"{got['escaped']} / {got['expected']:.1f} of {got['runs']} ({_fmt(got['z'])})")
+            row["check"] = {"S0": check_at[0], "S1": check_at[1], **got}
+        lines.append("| " + " | ".join(cols) + " |")
+        rows_out.append(row)
+    return lines, rows_out
+
+
+def _horizons(text: str) -> list:
+    try:
+        values = [int(float(v)) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise click.BadParameter(f"{text!r}: comma-separated steps", param_hint="--at") from None
+    if any(v < 1 for v in values):
+        raise click.BadParameter(f"{text!r}: steps must be positive", param_hint="--at")
+    return values
+
+
+@click.command()
+@click.option("--released", "files", multiple=True, required=True, type=click.Path(dir_okay=False),
+              help="validation.release_check records (repeat the option for several files)")
+@click.option("--horizon", type=click.IntRange(min=2), help="read every run at this step where its T is longer "
+              "(default: each run at its own T)")
+@click.option("--at", "at", default="30000,50000,100000", show_default=True,
+              help="horizons S at which eq. (5)'s crossing is printed, comma-separated")
+@click.option("--nu", default="1", show_default=True, help="the exponent of eq. (2), a positive number or 'free'")
+@click.option("--check", "check_at", help="S0:S1: fit on the runs read at S0 and test eq. (6) at S1 > S0")
+@click.option("--resamples", type=click.IntRange(min=0), default=200, show_default=True,
+              help="resamplings of the runs for the s.e.")
+@click.option("--json", "as_json", is_flag=True, help="one JSON object per cell instead of the table")
+def main(files, horizon, at, nu, check_at, resamples, as_json):
+    """GD's released escape times fitted per cell by eq. (2); delta_c is the crossing at an infinite horizon."""
+    if nu == "free":
+        nu_value = None
+    else:
+        try:
+            nu_value = float(nu)
+        except ValueError:
+            raise click.BadParameter(f"{nu!r}: a positive number or 'free'", param_hint="--nu") from None
+        if not (math.isfinite(nu_value) and nu_value > 0):
+            raise click.BadParameter(f"{nu!r}: a positive number or 'free'", param_hint="--nu")
+    pair = None
+    if check_at:
+        try:
+            pair = tuple(int(float(v)) for v in check_at.split(":"))
+        except ValueError:
+            pair = ()
+        if len(pair) != 2 or not 0 < pair[0] < pair[1]:
+            raise click.BadParameter(f"{check_at!r}: S0:S1 with 0 < S0 < S1", param_hint="--check")
+        horizon = pair[0]
+    released = [r for p in files for r in records.read_file(p)]
+    if not released:
+        raise click.ClickException("no release records in " + ", ".join(files))
+    lines, rows = table(released, horizon, _horizons(at), nu_value, resamples, pair)
+    print("\n".join(json.dumps(r) for r in rows) if as_json else "\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
