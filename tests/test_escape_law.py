@@ -6,8 +6,16 @@ import pytest
 from click.testing import CliRunner
 from scipy import stats
 
-from validation.escape_law import EscapeData, EscapeLaw, cell_data, check, fit, fit_with_errors, main, \
-    neg_log_likelihood
+from validation.escape_law import (
+    EscapeData,
+    EscapeLaw,
+    cell_data,
+    check,
+    fit,
+    fit_with_errors,
+    main,
+    neg_log_likelihood,
+)
 
 T1 = 10000
 
