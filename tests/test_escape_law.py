@@ -1,3 +1,4 @@
+import itertools
 import json
 import math
 
@@ -33,8 +34,11 @@ def drawn(law, deltas, runs, steps, seed=0):
     out = []
     for delta in deltas:
         for k in range(runs):
-            if delta <= law.delta_c:
+            own = law.delta_c + (law.sigma * rng.standard_normal() if law.spread == "threshold" else 0.0)
+            if delta <= own:
                 tau = math.inf
+            elif law.spread == "threshold":
+                tau = math.exp(law.log_A - law.nu * math.log(delta - own))
             else:
                 tau = math.exp(law.log_A - law.nu * math.log(delta - law.delta_c) + law.sigma * rng.standard_normal())
             t_half = T1 + math.ceil(tau) if T1 + tau <= steps else None
@@ -42,7 +46,8 @@ def drawn(law, deltas, runs, steps, seed=0):
     return out
 
 
-TRUE = EscapeLaw(log_A=math.log(8000.0), delta_c=3.6, sigma=0.4, nu=1.0, runs=0, escaped=0)
+TRUE = EscapeLaw(log_A=math.log(8000.0), delta_c=3.6, sigma=0.4, nu=1.0, spread="time")
+SPREAD = EscapeLaw(log_A=math.log(7000.0), delta_c=3.7, sigma=0.25, nu=1.0, spread="threshold")
 
 
 def test_the_likelihood_is_the_censored_normal_of_log_tau():
@@ -55,9 +60,30 @@ def test_the_likelihood_is_the_censored_normal_of_log_tau():
     ref = 0.0
     for t, c, m in zip(data.tau[1:], data.censored[1:], mu):
         ref -= stats.norm.logsf(math.log(t), m, sigma) if c else stats.lognorm.logpdf(t, sigma, scale=math.exp(m))
-    assert neg_log_likelihood(log_A, delta_c, sigma, nu, data) == pytest.approx(ref, rel=1e-12)
+    assert neg_log_likelihood(log_A, delta_c, sigma, nu, data, "time") == pytest.approx(ref, rel=1e-12)
     # an observed escape at or below delta_c has likelihood 0
-    assert neg_log_likelihood(log_A, 4.0, sigma, nu, data) == math.inf
+    assert neg_log_likelihood(log_A, 4.0, sigma, nu, data, "time") == math.inf
+
+
+def test_eq_3b_is_the_law_of_tau_when_each_run_has_its_own_threshold():
+    # eq. (3b) against the distribution function of eq. (2b), P(tau <= t) = Phi((delta - (A / t)^(1/nu) -
+    # delta_c) / s): its numerical derivative where observed, its complement where censored
+    log_A, delta_c, s, nu = math.log(7000.0), 3.6, 0.3, 1.4
+
+    def cdf(delta, t):
+        return stats.norm.cdf((delta - math.exp((log_A - math.log(t)) / nu) - delta_c) / s)
+    for delta, t in ((4.0, 30000.0), (5.0, 4000.0), (3.5, 90000.0)):
+        h = 1e-3 * t
+        density = (cdf(delta, t + h) - cdf(delta, t - h)) / (2 * h)
+        one = EscapeData(np.array([delta]), np.array([t]), np.array([False]))
+        assert neg_log_likelihood(log_A, delta_c, s, nu, one, "threshold") == pytest.approx(-math.log(density),
+                                                                                              rel=1e-6)
+        cut = EscapeData(np.array([delta]), np.array([t]), np.array([True]))
+        assert neg_log_likelihood(log_A, delta_c, s, nu, cut, "threshold") == pytest.approx(
+            -math.log(1 - cdf(delta, t)), rel=1e-9)
+    # eq. (4b) is that distribution function at t = S - t1
+    law = EscapeLaw(log_A, delta_c, s, nu, spread="threshold")
+    assert law.p_learned(4.2, 40000, T1) == pytest.approx(cdf(4.2, 30000.0), rel=1e-12)
 
 
 def test_eq_1_censors_each_run_at_its_own_horizon():
@@ -83,17 +109,18 @@ def test_eqs_4_and_5_agree():
     assert TRUE.crossing(None, T1) == TRUE.delta_c and TRUE.p_learned(3.5, 10 ** 9, T1) == 0.0
 
 
-def test_the_fit_recovers_the_law_it_was_drawn_from():
-    # 4 deltas x 12 runs censored at 3 x 10^4: delta 3.5 below delta_c never escapes, 4 escapes in about a third
-    rows = drawn(TRUE, [3.5, 4.0, 5.0, 6.0], 12, 30000, seed=3)
-    law = fit_with_errors(cell_data(rows), nu=1.0, resamples=60)
+@pytest.mark.parametrize("truth", [TRUE, SPREAD], ids=["time", "threshold"])
+def test_the_fit_recovers_the_law_it_was_drawn_from(truth):
+    # 4 deltas x 12 runs censored at 3 x 10^4: delta 3.5 below delta_c rarely escapes, 4 escapes in part
+    rows = drawn(truth, [3.5, 4.0, 5.0, 6.0], 12, 30000, seed=3)
+    law = fit_with_errors(cell_data(rows), nu=1.0, spread=truth.spread, resamples=60)
     se = law.crossing_se(None, T1, 60)
     assert law.escaped < law.runs and se is not None and 0 < se < 0.3
-    assert abs(law.delta_c - TRUE.delta_c) < 3 * se
-    assert law.sigma == pytest.approx(TRUE.sigma, rel=0.5)
-    assert law.crossing(50000, T1) == pytest.approx(TRUE.crossing(50000, T1), abs=3 * law.crossing_se(50000, T1, 60))
+    assert abs(law.delta_c - truth.delta_c) < 3 * se
+    assert law.sigma == pytest.approx(truth.sigma, rel=0.5)
+    assert law.crossing(50000, T1) == pytest.approx(truth.crossing(50000, T1), abs=3 * law.crossing_se(50000, T1, 60))
     # the exponent fitted too comes back near 1 (a weak constraint with 48 runs; the test is its order)
-    free, _ = fit(cell_data(rows), nu=None)
+    free, _ = fit(cell_data(rows), nu=None, spread=truth.spread)
     assert 0.4 < free.nu < 2.5
 
 
@@ -113,7 +140,11 @@ def test_eq_6_counts_only_the_runs_censored_at_S0_and_decided_at_S1():
          (TRUE.p_learned(4.0, 50000, T1) - TRUE.p_learned(4.0, 30000, T1)) / (1 - TRUE.p_learned(4.0, 30000, T1))]
     assert got["runs"] == 3 and got["escaped"] == 1
     assert got["expected"] == pytest.approx(2 * p[0] + p[1], rel=1e-12)
-    assert got["z"] == pytest.approx((1 - got["expected"]) / math.sqrt(2 * p[0] * (1 - p[0]) + p[1] * (1 - p[1])))
+    # the exact two-sided p of one escape among three runs of these chances, by enumeration
+    chances = [p[0], p[0], p[1]]
+    pmf = {k: sum(math.prod(c if i in pick else 1 - c for i, c in enumerate(chances))
+                  for pick in itertools.combinations(range(3), k)) for k in range(4)}
+    assert got["p"] == pytest.approx(min(1.0, 2 * min(pmf[0] + pmf[1], pmf[1] + pmf[2] + pmf[3])), rel=1e-12)
 
 
 def test_the_command_prints_a_law_per_cell_and_refuses_bad_input(tmp_path):
