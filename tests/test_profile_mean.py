@@ -230,21 +230,33 @@ def test_eq_2_is_set_beside_gd_at_d_prime_with_the_combined_s_e():
     # GD's releases at d' = 800 and 6400 (t1 of the profiles, the random start), and one at another t1 left out
     counts = {8: 0, 12: 3, 16: 7, 20: 10}
     setup = {"activation": "gelu", "link": "phase_retrieval", "eta": 0.1, "m": 1}
-    rel = [{**setup, "d": dd, "t1": 100, "delta": float(x), "seed": i, "learned": i < k, "steps": 300}
+    # learned runs escape at t_1/2 = t1 + 600 / (delta - 6 + i / 4), earlier at larger delta (escape_law eq. (1))
+    rel = [{**setup, "d": dd, "t1": 100, "delta": float(x), "seed": i, "learned": i < k, "steps": 300,
+            "t_half": 100 + int(600 / (x - 6 + i / 4)) if i < k else None}
            for dd in (800, 6400) for x, k in counts.items() for i in range(10)]
     rel += [{**setup, "d": 1600, "t1": 50, "delta": 10.0, "seed": i, "learned": i < 5, "steps": 300} for i in range(10)]
     ((_, (scaled, _, _)),) = mean_crossings(recs).items()
     lines = mean_against_gd(recs, rel)
     assert len(lines) == 4                                     # 2d and 16d; 4d (d' = 1600) has GD only at t1 = 50
     c_gd, se_gd = logistic_crossing(list(counts), list(counts.values()), [10] * 4)
+    # GD's infinite-horizon crossing beside it: escape_law's delta_c of the same runs
+    from validation.escape_law import cell_data, fit_with_errors
+    law = fit_with_errors(cell_data([r for r in rel if r["d"] == 800]))
+    inf_c, inf_se = law.delta_c, law.crossing_se(None, 100, 200)
+    assert 6 < inf_c < 12 and inf_se > 0
     for line, c in zip(lines[2:], (scaled[1], scaled[3])):
         z = (c.value - c_gd) / np.hypot(c.se, se_gd)
-        assert line == f"| 1 | 400 | {c.ratio * 400} | {c.text()} | {c_gd:.1f} +- {se_gd:.1f} | 300 | {z:+.1f} |"
+        z_inf = (c.value - inf_c) / np.hypot(c.se, inf_se)
+        assert line == (f"| 1 | 400 | {c.ratio * 400} | {c.text()} | {c_gd:.1f} +- {se_gd:.1f} | 300 | {z:+.1f} | "
+                        f"{inf_c:.2f} +- {inf_se:.2f} | {z_inf:+.1f} |")
     # a cell that learns at every delta at every d': eq. (2)'s crossing lies below its least delta, 12; GD's, about
     # 14.6 here, lies above it, and the table says by how many of GD's s.e.
     high = _records(D, R + 1.0)
     (c,) = [x for x in mean_crossings(high)[(1, 400, 100)][0] if x.ratio == 2]
     assert c.value is None and c.bound == ("<", 12.0) and c.text() == "< 12"
-    assert mean_against_gd(high, rel)[2].endswith(f"| GD {(c_gd - 12) / se_gd:.1f} s.e. on the other side |")
+    # GD's infinite-horizon crossing, about 11.1 here, lies below 12, on eq. (2)'s side
+    assert inf_c < 12
+    assert mean_against_gd(high, rel)[2].endswith(f"| GD {(c_gd - 12) / se_gd:.1f} s.e. on the other side | "
+                                                  f"{inf_c:.2f} +- {inf_se:.2f} | same side |")
     low = mean_crossings(_records(D, R - 1.0))[(1, 400, 100)][0][1]
     assert low.bound == (">", 32.0) and low.text() == "> 32"

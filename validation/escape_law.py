@@ -237,6 +237,19 @@ def cells(released: list) -> dict:
     return dict(sorted(out.items()))
 
 
+def infinite_horizon(released: list, t1s, resamples: int = 200) -> dict:
+    """{(m, d): (delta_c, its s.e.)}: eq. (5)'s S -> inf crossing under eq. (2b), nu = 1, of each width and d,
+    over the releases at a t1 of ``t1s`` with the random start (scale 1), every run at its own T; cells whose law
+    is not identified left out (the s.e. None when fewer than 80% of the resamples fit)."""
+    out = {}
+    for (m, d, t1, scale), rows in cells(released).items():
+        if t1 in t1s and scale == 1.0:
+            law = fit_with_errors(cell_data(rows), resamples=resamples)
+            if law is not None:
+                out[(m, d)] = (law.delta_c, law.crossing_se(None, t1, resamples))
+    return out
+
+
 def tail_p(probabilities: list, observed: int) -> float:
     """Two-sided exact p-value of ``observed`` successes among independent trials of these success
     probabilities (the Poisson-binomial law, by convolution): 2 min(P(X <= k), P(X >= k)), at most 1."""

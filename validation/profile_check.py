@@ -125,6 +125,7 @@ from thresholds.catalog import get_activation, get_link
 from thresholds.errors import ThresholdsError
 from validation.release_check import (LEARNED, _read, at_horizon, beside_releases, crossing_text, final_q, grid,
                                       matching_releases, q_at, release_options, released_crossing, run_grid)
+from validation.escape_law import infinite_horizon
 from validation.settle import thresholds_by_step
 from validation.settled_hessian import KEYS, first_phase
 from validation.simulate import gd_direction, run_gd
@@ -495,14 +496,32 @@ def released_crossings(released: list, t1s) -> dict:
     return out
 
 
+def _against_limit(c, limit) -> str:
+    """Two cells of :func:`mean_against_gd`: GD's infinite-horizon crossing (validation.escape_law eq. (5), ``limit``
+    = (value, s.e.) or None) and eq. (2)'s crossing ``c`` minus it in combined s.e. (or whether it lies on the side
+    of eq. (2)'s bound)."""
+    if limit is None:
+        return "- | -"
+    value, se = limit
+    text = f"{value:.2f}" + ("" if se is None else f" +- {se:.2f}")
+    if c.value is None:
+        side, edge = c.bound
+        return f"{text} | " + ("same side" if (value < edge) == (side == "<") else "other side")
+    if se is None or not math.isfinite(c.se):
+        return f"{text} | open"
+    return f"{text} | {(c.value - value) / math.hypot(c.se, se):+.1f}"
+
+
 def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means: dict | None = None) -> list[str]:
     """Markdown: validation.profile_mean eq. (2) read from d to d' = ratio x d > d beside GD's released crossing at
     d' (where both exist), and their difference in combined s.e. (eq. (6)'s s.e. and the logistic one of GD); where
     eq. (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side (``means`` as in
     :func:`mean_parts`)."""
-    gd = released_crossings(released, {p["t1"] for p in predicted})
+    t1s = {p["t1"] for p in predicted}
+    gd, limit = released_crossings(released, t1s), infinite_horizon(released, t1s)
     lines = [("| m | d | d' | eq. (2) at d' +- s.e. (logistic, rbar's) | GD at d' (s.e.) | GD's horizon T "
-              "| difference / combined s.e. |"), "|---|---|---|---|---|---|---|"]
+              "| difference / combined s.e. | GD at d', S -> inf (escape_law eq. (5)) | difference / combined s.e. |"),
+             "|---|---|---|---|---|---|---|---|---|"]
     for (m, d, t1), (scaled, _, _) in (means or mean_crossings(predicted, degree)).items():
         for c in scaled:
             target = gd.get((m, c.ratio * d))
@@ -516,7 +535,7 @@ def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means
                 z = ("open" if not math.isfinite(c.se)
                      else f"{(c.value - target.value) / math.hypot(c.se, target.se):+.1f}")
             lines.append(f"| {m} | {d} | {c.ratio * d} | {c.text()} | {crossing_text(target.value, target.se)} | "
-                         f"{target.horizon} | {z} |")
+                         f"{target.horizon} | {z} | {_against_limit(c, limit.get((m, c.ratio * d)))} |")
     return lines
 
 
