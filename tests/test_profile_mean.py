@@ -222,7 +222,7 @@ def test_eq_6_s_e_follows_the_crossings_spread_over_data_sets():
         assert np.median(se_rbar) > 0.3                        # rbar's part is there at d' > d
 
 
-def test_eq_2_is_set_beside_gd_at_d_prime_with_the_combined_s_e():
+def test_eq_2_is_set_beside_gd_at_d_prime_with_the_combined_s_e(monkeypatch):
     from thresholds.crossing import logistic_crossing
     from validation.profile_check import mean_against_gd
     D, R = _runs([12, 16, 20, 24, 28, 32], 4, 2.0, seed=4)
@@ -254,6 +254,13 @@ def test_eq_2_is_set_beside_gd_at_d_prime_with_the_combined_s_e():
     high = _records(D, R + 1.0)
     (c,) = [x for x in mean_crossings(high)[(1, 400, 100)][0] if x.ratio == 2]
     assert c.value is None and c.bound == ("<", 12.0) and c.text() == "< 12"
+    # where GD's fractions at its horizon do not bracket 1/2 the row keeps the infinite-horizon reading alone
+    from validation import profile_check
+    monkeypatch.setattr(profile_check, "released_crossings", lambda released, t1s: {})
+    z_inf = (scaled[1].value - inf_c) / np.hypot(scaled[1].se, inf_se)
+    assert mean_against_gd(recs, rel)[2] == (f"| 1 | 400 | 800 | {scaled[1].text()} | - | - | - | "
+                                             f"{inf_c:.2f} +- {inf_se:.2f} | {z_inf:+.1f} |")
+    monkeypatch.undo()
     # GD's infinite-horizon crossing, about 11.1 here, lies below 12, on eq. (2)'s side
     assert inf_c < 12
     assert mean_against_gd(high, rel)[2].endswith(f"| GD {(c_gd - 12) / se_gd:.1f} s.e. on the other side | "

@@ -514,8 +514,9 @@ def _against_limit(c, limit) -> str:
 
 def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means: dict | None = None) -> list[str]:
     """Markdown: validation.profile_mean eq. (2) read from d to d' = ratio x d > d beside GD's released crossing at
-    d' (where both exist), and their difference in combined s.e. (eq. (6)'s s.e. and the logistic one of GD); where
-    eq. (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side (``means`` as in
+    d', read at its common horizon (release_check eq. (4)) and at S -> inf (validation.escape_law eq. (5)), where
+    either exists ("-" for the other), and their differences in combined s.e. (eq. (6)'s s.e. and GD's); where eq.
+    (2)'s crossing lies beyond the profiles' deltas, whether GD's lies on the same side (``means`` as in
     :func:`mean_parts`)."""
     t1s = {p["t1"] for p in predicted}
     gd, limit = released_crossings(released, t1s), infinite_horizon(released, t1s)
@@ -524,18 +525,20 @@ def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means
              "|---|---|---|---|---|---|---|---|---|"]
     for (m, d, t1), (scaled, _, _) in (means or mean_crossings(predicted, degree)).items():
         for c in scaled:
-            target = gd.get((m, c.ratio * d))
-            if c.ratio == 1 or target is None:
+            target, at_inf = gd.get((m, c.ratio * d)), limit.get((m, c.ratio * d))
+            if c.ratio == 1 or (target is None and at_inf is None):
                 continue
-            if c.value is None:    # beyond the profiles' deltas: GD on the same side, or how far from the edge
+            if target is None:
+                z = "-"
+            elif c.value is None:    # beyond the profiles' deltas: GD on the same side, or how far from the edge
                 side, edge = c.bound
                 gap = (target.value - edge) / target.se
                 z = ("same side" if (gap < 0) == (side == "<") else f"GD {abs(gap):.1f} s.e. on the other side")
             else:
                 z = ("open" if not math.isfinite(c.se)
                      else f"{(c.value - target.value) / math.hypot(c.se, target.se):+.1f}")
-            lines.append(f"| {m} | {d} | {c.ratio * d} | {c.text()} | {crossing_text(target.value, target.se)} | "
-                         f"{target.horizon} | {z} | {_against_limit(c, limit.get((m, c.ratio * d)))} |")
+            gd_text = "- | -" if target is None else f"{crossing_text(target.value, target.se)} | {target.horizon}"
+            lines.append(f"| {m} | {d} | {c.ratio * d} | {c.text()} | {gd_text} | {z} | {_against_limit(c, at_inf)} |")
     return lines
 
 
