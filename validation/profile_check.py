@@ -97,7 +97,9 @@ threshold (its eq. (3')) is the d = inf law's at m = 1, 2 and 4 (m = 8 at d = 40
 38.8-45, section 12n), and with both fluctuations scaled as n^-1/2 (its eq. (2)) the profiles meet GD's released
 crossings at 2d and 4d from m = 1 to 8, where eq. (9) was high at m <= 2 (within 2 combined s.e. in the 9
 comparisons with a finite s.e. once eq. (2)'s s.e. carries rbar's error, its eq. (6); one more open; sections
-12m-12n).  The summary prints that comparison (:func:`mean_against_gd`).  At m = 16 (d = 400, delta 3-6, section
+12m-12n).  The summary prints that comparison (:func:`mean_against_gd`), also against GD's crossing at an
+infinite horizon (validation.escape_law eq. (5), S -> inf; section 12r: 9 of 10 within 2 combined s.e., m = 16 from
+d = 400 to 800 at -1.4).  At m = 16 (d = 400, delta 3-6, section
 12q) learned_prof meets all 12 releases and crosses where GD does at 5 x 10^4 steps (3.5 +- 0.3 both).  Eq. (11) is
 a lower bound on GD's t_1/2 - t1 in every one of the 41 runs both learn (m = 1-16, d = 400-1600, sections 12p, 12q),
 by a factor 3.3-12 at m = 1-8 and 2.2 at m = 16 (median per cell; 1.4-24 per run), largest at m = 2: the
