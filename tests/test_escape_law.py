@@ -12,10 +12,12 @@ from validation.escape_law import (
     EscapeLaw,
     cell_data,
     check,
+    escaped_by,
     fit,
     fit_with_errors,
     main,
     neg_log_likelihood,
+    with_level,
 )
 
 T1 = 10000
@@ -168,3 +170,29 @@ def test_the_command_prints_a_law_per_cell_and_refuses_bad_input(tmp_path):
         assert bad.exit_code != 0 and message in bad.output and "Traceback" not in bad.output
     missing = runner.invoke(main, ["--released", str(tmp_path / "none.jsonl")])
     assert missing.exit_code != 0 and "no such file" in missing.output
+
+
+def test_eq_1_prime_reads_the_escape_at_a_lower_level():
+    # a run that levels off below 1/2 has escaped at 0.2 though never at 1/2; records without passage steps are
+    # left out at a lower level, and the command says so when none has them
+    plateau = {**record(4, 0, None, 60000), "t_levels": {"0.01": 12000, "0.03": 15000, "0.1": 20000, "0.2": 26000,
+                                                        "0.3": 33000, "0.5": None}}
+    old = record(4, 1, 21000, 60000)
+    assert escaped_by(plateau, 30000, 0.2) and not escaped_by(plateau, 30000, 0.3)
+    assert escaped_by(plateau, 60000, 0.5) is False and escaped_by(plateau, 90000, 0.3)
+    assert escaped_by(plateau, 90000, 0.5) is None and escaped_by({**plateau, "t_levels": {
+        **plateau["t_levels"], "0.3": None}}, 90000, 0.3) is None
+    data = cell_data(with_level([plateau, old], 0.2), level=0.2)
+    assert data.tau.tolist() == [16000] and data.censored.tolist() == [False]
+    data = cell_data([plateau, old], horizon=30000)
+    assert data.tau.tolist() == [20000, 11000] and data.censored.tolist() == [True, False]
+
+
+def test_the_command_refuses_a_level_its_records_do_not_carry(tmp_path):
+    path = tmp_path / "r.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in drawn(TRUE, [4.0, 5.0], 3, 60000)))
+    runner = CliRunner()
+    bad = runner.invoke(main, ["--released", str(path), "--level", "0.2"])
+    assert bad.exit_code != 0 and "level 0.2" in bad.output and "Traceback" not in bad.output
+    bad = runner.invoke(main, ["--released", str(path), "--level", "0.25"])
+    assert bad.exit_code != 0 and "--level" in bad.output

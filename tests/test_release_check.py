@@ -19,11 +19,12 @@ def test_log_steps_run_from_t1_to_T():
 def test_a_released_run_is_the_settled_hessian_run_to_t1(monkeypatch):
     # both modules hand run_gd the same setup (seed, data, test set, start) but the release; q is the hard
     # fraction of the run, at the start of the release about 1 / d and grown after it at delta 24
-    seen = []
+    seen, results = [], []
 
     def spy(setup, **kw):
         seen.append(setup)
-        return real(setup, **kw)
+        results.append(real(setup, **kw))
+        return results[-1]
     real = release_check.run_gd
     monkeypatch.setattr(release_check, "run_gd", spy)
     monkeypatch.setattr(settled_hessian, "run_gd", spy)
@@ -34,6 +35,16 @@ def test_a_released_run_is_the_settled_hessian_run_to_t1(monkeypatch):
     q = dict(rec["q"])
     assert q[20] < 0.1 and rec["learned"] == (q[400] > 0.5)
     assert rec["t_half"] is not None if max(q.values()) > 0.5 else not rec["learned"] or rec["t_half"] is not None
+    # eq. (2''): the passage steps rise with the level, and the one at 1/2 is t_1/2
+    passages = [rec["t_levels"][f"{level:g}"] for level in release_check.LEVELS]
+    assert rec["t_levels"]["0.5"] == rec["t_half"]
+    seen_steps = [t for t in passages if t is not None]
+    assert seen_steps == sorted(seen_steps) and all(20 <= t <= 400 for t in seen_steps)
+    assert passages[: len(seen_steps)] == seen_steps          # a level not reached leaves every higher one None
+    path = results[0].hard_overlap / results[0].norm2          # the released run's q at every step, by a loop
+    for level, t in zip(release_check.LEVELS, passages):
+        first = next((k for k in range(20, 401) if path[k] > level), None)
+        assert t == first
     with pytest.raises(Exception, match="t1"):
         run_one("gelu", "phase_retrieval", 0.1, 2, 24.0, 60, 1, 400, 400)
 

@@ -8,7 +8,12 @@ the escape times themselves are the data.  Per released run (one setup, seed, t1
 
     tau = t_1/2 - t1 (release_check eq. (2)), observed where t_1/2 <= S;  else censored: tau > S - t1,   (1)
 
-S the run's own T (or a horizon S below it, ``--horizon``): each run is censored at its own horizon, so cells
+or, at another level L of the hard fraction (``--level``, runs whose records carry release_check eq. (2'')),
+
+    tau = t_L - t1, observed where t_L <= S;  else censored: tau > S - t1,                                (1')
+
+a level below the plateaus near q = 1/2 that the widest runs reach (width section 12q); S the run's own T (or a
+horizon S below it, ``--horizon``): each run is censored at its own horizon, so cells
 whose runs stop at different T need no common horizon (release_check eq. (4)).  Per cell (m, d, t1, start) the
 escape time diverges at a threshold, and the runs spread either in time or in threshold:
 
@@ -82,7 +87,7 @@ from scipy import optimize
 from scipy.special import log_ndtr, ndtr
 
 from validation import records
-from validation.release_check import learned_by, longest
+from validation.release_check import LEARNED, LEVELS, learned_by, longest
 
 MIN_FITTED = 0.8          # eq. (5)'s 80% of the resamples
 
@@ -100,15 +105,37 @@ class EscapeData:
         return np.unique(self.delta[~self.censored]).size >= 2
 
 
-def cell_data(rows: list, horizon: int | None = None) -> EscapeData:
+def passage(r: dict, level: float = LEARNED) -> int | None:
+    """The run's first step above ``level`` (t_1/2 at 1/2, else release_check eq. (2''), the record's t_levels)."""
+    return r["t_half"] if level == LEARNED else r["t_levels"][f"{level:g}"]
+
+
+def escaped_by(r: dict, S: int, level: float = LEARNED) -> bool | None:
+    """Eq. (1'): the run passed ``level`` by step S; at 1/2 release_check's eq. (2'); None where S lies beyond a run
+    that had not passed by its T (undecided)."""
+    if level == LEARNED:
+        return learned_by(r, S)
+    t = passage(r, level)
+    if t is not None and t <= S:
+        return True
+    return False if S <= r["steps"] else None
+
+
+def with_level(rows: list, level: float) -> list:
+    """The records that carry ``level``'s passage step (every record at 1/2; at another level those with t_levels,
+    release_check eq. (2''))."""
+    return rows if level == LEARNED else [r for r in rows if "t_levels" in r]
+
+
+def cell_data(rows: list, horizon: int | None = None, level: float = LEARNED) -> EscapeData:
     """Eq. (1) for the runs of one cell (release_check records; each run's longest record), read at ``horizon``
-    where it lies below a run's T (default: each run at its own T)."""
+    where it lies below a run's T (default: each run at its own T), with the escape at ``level`` (eq. (1'))."""
     delta, tau, censored = [], [], []
     for r in longest(rows):
         S = r["steps"] if horizon is None else min(horizon, r["steps"])
-        escaped = learned_by(r, S)
+        escaped = escaped_by(r, S, level)
         delta.append(r["delta"])
-        tau.append(r["t_half"] - r["t1"] if escaped else S - r["t1"])
+        tau.append(passage(r, level) - r["t1"] if escaped else S - r["t1"])
         censored.append(not escaped)
     return EscapeData(np.array(delta, float), np.array(tau, float), np.array(censored, bool))
 
@@ -261,15 +288,15 @@ def tail_p(probabilities: list, observed: int) -> float:
     return float(min(1.0, 2 * min(pmf[: observed + 1].sum(), pmf[observed:].sum())))
 
 
-def check(rows: list, law: EscapeLaw, S0: int, S1: int) -> dict:
+def check(rows: list, law: EscapeLaw, S0: int, S1: int, level: float = LEARNED) -> dict:
     """Eq. (6): the runs of one cell not learned by S0 that eq. (1) decides at S1, the law's expected escapes
     between S0 and S1 (``expected``), the runs that do (``escaped``) and the two-sided exact ``p`` of that count
     (:func:`tail_p`)."""
     chances, escaped = [], 0
     for r in longest(rows):
-        if learned_by(r, S0) is not False:
+        if escaped_by(r, S0, level) is not False:
             continue
-        now = learned_by(r, S1)
+        now = escaped_by(r, S1, level)
         if now is None:
             continue
         p0, p1 = law.p_learned(r["delta"], S0, r["t1"]), law.p_learned(r["delta"], S1, r["t1"])
@@ -286,17 +313,18 @@ def _fmt(value, se=None, digits=2) -> str:
 
 
 def table(released: list, horizon: int | None, at: list, nu: float | None, resamples: int,
-          check_at: tuple | None = None, spread: str = "threshold") -> tuple:
+          check_at: tuple | None = None, spread: str = "threshold", level: float = LEARNED) -> tuple:
     """Markdown lines and JSON rows: per cell the law of eq. (2) or (2b) (``spread``; fitted on the runs read at
     ``horizon``, else each at its T), its maximum log-likelihood and its crossings at the horizons ``at`` (eq.
-    (5)); with ``check_at`` = (S0, S1) eq. (6)."""
+    (5)); with ``check_at`` = (S0, S1) eq. (6); escapes at ``level`` (eq. (1'); cells without such records left
+    out)."""
     head = ["m", "d", "t1", "start", "runs (escaped)", "delta_c (S -> inf)", "A", "sigma" if spread == "time" else "s",
             "nu", "log L"]
     head += [f"delta_1/2({S:g})" for S in at] + (["check: escaped / expected of runs (p)"] if check_at else [])
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     rows_out = []
-    for (m, d, t1, scale), rows in cells(released).items():
-        law = fit_with_errors(cell_data(rows, horizon), nu, spread, resamples)
+    for (m, d, t1, scale), rows in cells(with_level(released, level)).items():
+        law = fit_with_errors(cell_data(rows, horizon, level), nu, spread, resamples)
         if law is None:
             lines.append(f"| {m} | {d} | {t1} | {scale:g} | {len(longest(rows))} | not identified (escapes at fewer "
                          "than two deltas) |" + " |" * (len(head) - 6))
@@ -306,7 +334,8 @@ def table(released: list, horizon: int | None, at: list, nu: float | None, resam
         cols = [str(m), str(d), str(t1), f"{scale:g}", f"{law.runs} ({law.escaped})",
                 _fmt(law.delta_c, se_c) + (" (at an end)" if law.at_edge else ""), f"{math.exp(law.log_A):.3g}",
                 f"{law.sigma:.2f}", f"{law.nu:.2f}", f"{law.log_L:.1f}"]
-        row = {"m": m, "d": d, "t1": t1, "start": scale, "spread": spread, "identified": True, "runs": law.runs,
+        row = {"m": m, "d": d, "t1": t1, "start": scale, "spread": spread, "level": level, "identified": True,
+               "runs": law.runs,
                "escaped": law.escaped, "delta_c": law.delta_c, "delta_c_se": se_c, "A": math.exp(law.log_A),
                "sigma": law.sigma, "nu": law.nu, "log_L": law.log_L, "at_edge": law.at_edge, "fitted_resamples": len(law.boot),
                "horizon": horizon, "crossings": {}}
@@ -315,7 +344,7 @@ def table(released: list, horizon: int | None, at: list, nu: float | None, resam
             cols.append(_fmt(c, se))
             row["crossings"][str(S)] = {"value": c, "se": se}
         if check_at:
-            got = check(rows, law, *check_at)
+            got = check(rows, law, *check_at, level)
             cols.append(f"{got['escaped']} / {got['expected']:.1f} of {got['runs']} ({_fmt(got['p'], digits=3)})")
             row["check"] = {"S0": check_at[0], "S1": check_at[1], **got}
         lines.append("| " + " | ".join(cols) + " |")
@@ -344,11 +373,14 @@ def _horizons(text: str) -> list:
 @click.option("--spread", type=click.Choice(["time", "threshold"]), default="threshold", show_default=True,
               help="the runs' spread: log-normal in the escape time (eq. (2)) or normal in the run's threshold "
               "(eq. (2b))")
+@click.option("--level", type=click.Choice([f"{v:g}" for v in LEVELS]), default=f"{LEARNED:g}", show_default=True,
+              help="the hard fraction whose first passage is the escape (eq. (1'); below 1/2 only runs whose records "
+              "carry release_check eq. (2''))")
 @click.option("--check", "check_at", help="S0:S1: fit on the runs read at S0 and test eq. (6) at S1 > S0")
 @click.option("--resamples", type=click.IntRange(min=0), default=200, show_default=True,
               help="resamplings of the runs for the s.e.")
 @click.option("--json", "as_json", is_flag=True, help="one JSON object per cell instead of the table")
-def main(files, horizon, at, nu, spread, check_at, resamples, as_json):
+def main(files, horizon, at, nu, spread, level, check_at, resamples, as_json):
     """GD's released escape times fitted per cell by eq. (2) or (2b); delta_c is the crossing at an infinite
     horizon."""
     if nu == "free":
@@ -372,7 +404,9 @@ def main(files, horizon, at, nu, spread, check_at, resamples, as_json):
     released = [r for p in files for r in records.read_file(p)]
     if not released:
         raise click.ClickException("no release records in " + ", ".join(files))
-    lines, rows = table(released, horizon, _horizons(at), nu_value, resamples, pair, spread)
+    if not with_level(released, float(level)):
+        raise click.ClickException(f"no release records with passage steps at level {level} (release_check eq. (2''))")
+    lines, rows = table(released, horizon, _horizons(at), nu_value, resamples, pair, spread, float(level))
     print("\n".join(json.dumps(r) for r in rows) if as_json else "\n".join(lines))
 
 

@@ -10,6 +10,7 @@ start's size, rho0 / sqrt(d) per hard direction, and GD goes on unrestricted to 
 
     q(t) = ||P_H Theta(t)||^2 / ||Theta(t)||^2   (the hard fraction)                                  (1)
     learned = q(T) > 1/2 (thresholds.forced's success), t_1/2 = the first step with q > 1/2            (2)
+    t_L = the first step from t1 on with q > L, for L in LEVELS (the record's "t_levels"; t_{0.5} = t_1/2)  (2'')
     learned by S = t_1/2 <= S, for S <= T (runs of different T compared at one horizon)              (2')
                  and for S > T where t_1/2 <= T (a run not learned by its T says nothing of S > T)
 
@@ -73,6 +74,7 @@ from validation.settled_hessian import KEYS, RULES, bracket_text, first_phase, u
 from validation.simulate import run_gd
 
 LEARNED = 0.5   # eq. (2)
+LEVELS = (0.01, 0.03, 0.1, 0.2, 0.3, 0.5)   # eq. (2'')
 EQUATION = {"weighted": "(1)", "detached": "(1')"}
 
 
@@ -84,7 +86,8 @@ def log_steps(t1: int, T: int, per_decade: int = 8) -> list[int]:
 
 def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int, seed: int, t1: int, T: int,
             scale: float = 1.0) -> dict:
-    """One released run (module docstring): q(t) of eq. (1) at :func:`log_steps`, learned and t_1/2 of eq. (2);
+    """One released run (module docstring): q(t) of eq. (1) at :func:`log_steps`, learned and t_1/2 of eq. (2),
+    the passage steps t_L of eq. (2'');
     ``scale`` multiplies the released hard component (0: the hard directions released at zero, so that only the
     data set's own gradient along them can move them)."""
     if not 0 < t1 < T:
@@ -95,10 +98,14 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
     q = res.hard_overlap / res.norm2
     above = np.nonzero(q[t1:] > LEARNED)[0]
     steps = log_steps(t1, T)
+    passages = {}
+    for level in LEVELS:   # eq. (2''): the first step from t1 on above each level
+        past = np.nonzero(q[t1:] > level)[0]
+        passages[f"{level:g}"] = int(t1 + past[0]) if past.size else None
     return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T, "scale": scale,
             "q": [[s, float(q[s])] for s in steps], "train_loss": [[s, float(res.train_loss[s])] for s in steps],
             "learned": bool(q[T] > LEARNED), "t_half": int(t1 + above[0]) if above.size else None,
-            "seconds": time.time() - start}
+            "t_levels": passages, "seconds": time.time() - start}
 
 
 def _key(r: dict) -> tuple:
