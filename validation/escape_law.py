@@ -135,7 +135,7 @@ def cell_data(rows: list, horizon: int | None = None, level: float = LEARNED) ->
         S = r["steps"] if horizon is None else min(horizon, r["steps"])
         escaped = escaped_by(r, S, level)
         delta.append(r["delta"])
-        tau.append(passage(r, level) - r["t1"] if escaped else S - r["t1"])
+        tau.append(max(passage(r, level) - r["t1"], 1) if escaped else S - r["t1"])   # a passage at t1 counts as 1 step
         censored.append(not escaped)
     return EscapeData(np.array(delta, float), np.array(tau, float), np.array(censored, bool))
 
