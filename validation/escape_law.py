@@ -58,17 +58,20 @@ decides at S1 > S0 (their T >= S1, or escaped before their T), the law's chance 
 with the two-sided exact p of that count (the Poisson-binomial law of those chances): out of sample, since the
 fit saw those runs only as censored at S0.
 
-Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4, 205 released runs; validation/reports/planted/width section
-12r): with nu = 1, eq. (2b) has the larger likelihood in 7 of the 11 cells with 12 runs or more (by 0.4-9.6; eq.
+Measured (gelu / phase retrieval, eta 0.1, t1 = 10^4, the committed released runs; validation/reports/planted/width
+section 12r, escape_law_gelu.md): with nu = 1, eq. (2b) has the larger likelihood in 7 of the 11 cells with 12 runs or more (by 0.4-9.6; eq.
 (2) by 0.0-4.1 in the other four) and passes the check from 3 x 10^4 to 5 x 10^4 where eq. (2) fails (escaped /
 expected: m = 16, d = 400: 1 / 1.8, p = 0.73, against 1 / 3.0, p < 0.001; m = 8, d = 800: 3 / 0.6, p = 0.03,
 against 3 / 1.0, p < 0.001); to 10^5 at m = 16, d = 800 it gives 4 / 1.7, p = 0.054.  A free nu is not
 determined (0.06-2.7, the likelihood up by at most 4.1), so delta_c is conditional on nu = 1.  GD's
 infinite-horizon released crossing delta_c (eq. (2b), every run at its own T) falls with width: 14.9 +- 0.8 / 11.6
 +- 0.7 / 5.1 +- 0.5 / 4.2 +- 0.15 / 3.93 +- 0.08 at m = 1 / 2 / 4 / 8 / 16 (d = 800), 13.8 +- 1.2 / 10.7 +- 1.5 /
-3.6 +- 0.4 / 3.7 +- 0.2 / 3.69 +- 0.09 at d = 400 (flat from m = 4 on), at 0.1-0.7 of the d = inf delta_NN, and
+3.6 +- 0.4 / 3.7 +- 0.2 / 3.71 +- 0.08 at d = 400 (flat from m = 4 on), at 0.1-0.7 of the d = inf delta_NN, and
 rises with d from m = 4 on.  validation.profile_check sets profile_mean's eq. (2) beside it (9 of 10 comparisons
-within 2 combined s.e.; m = 16 from d = 400 to 800: -1.4, against -2.3 at the 5 x 10^4 reading).
+within 2 combined s.e.; m = 16 from d = 400 to 800: -1.4, against -2.3 at the 5 x 10^4 reading).  At m = 16, d = 400 the
+level that defines escape moves delta_c (eq. (1'), 12 runs with passage steps): 3.04 +- 0.19 / 3.35 +- 0.13 / 3.57
++- 0.11 / 3.73 +- 0.14 / 3.74 +- 0.11 at q = 0.03 / 0.1 / 0.2 / 0.3 / 0.5, so the hard fraction GD reaches at an
+infinite horizon rises continuously with delta there, and q > 1/2 reads the top of that rise.
 
 Run:  python -m validation.escape_law --released release_gelu_t10000.jsonl --released release_gelu_t10000_d800.jsonl
           [--horizon S0] [--at 30000,100000] [--nu free] [--check 30000:50000] [--json]
