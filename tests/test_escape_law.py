@@ -31,7 +31,8 @@ def record(delta, seed, t_half, steps, m=16, d=400):
 
 
 def drawn(law, deltas, runs, steps, seed=0):
-    """Records drawn from eq. (2) with ``law``'s parameters, each run censored at its T = ``steps``."""
+    """Records drawn from eq. (2) or (2b) (``law.spread``) with ``law``'s parameters, each run censored at its T =
+    ``steps``."""
     rng = np.random.default_rng(seed)
     out = []
     for delta in deltas:

@@ -272,7 +272,8 @@ def cells(released: list) -> dict:
 def infinite_horizon(released: list, t1s, resamples: int = 200) -> dict:
     """{(m, d): (delta_c, its s.e.)}: eq. (5)'s S -> inf crossing under eq. (2b), nu = 1, of each width and d,
     over the releases at a t1 of ``t1s`` with the random start (scale 1), every run at its own T; cells whose law
-    is not identified left out (the s.e. None when fewer than 80% of the resamples fit)."""
+    is not identified left out (the s.e. None when fewer than 80% of the resamples fit).  tau counts from t1, so
+    the t1 are not pooled: with several in ``t1s`` a width and d keep the law of the largest t1."""
     out = {}
     for (m, d, t1, scale), rows in cells(released).items():
         if t1 in t1s and scale == 1.0:
