@@ -68,10 +68,11 @@ infinite-horizon released crossing delta_c (eq. (2b), every run at its own T) fa
 +- 0.7 / 5.1 +- 0.5 / 4.2 +- 0.15 / 3.93 +- 0.08 at m = 1 / 2 / 4 / 8 / 16 (d = 800), 13.8 +- 1.2 / 10.7 +- 1.5 /
 3.6 +- 0.4 / 3.7 +- 0.2 / 3.71 +- 0.08 at d = 400 (flat from m = 4 on), at 0.1-0.7 of the d = inf delta_NN, and
 rises with d from m = 4 on.  validation.profile_check sets profile_mean's eq. (2) beside it (9 of 10 comparisons
-within 2 combined s.e.; m = 16 from d = 400 to 800: -1.4, against -2.3 at the 5 x 10^4 reading).  At m = 16, d = 400 the
-level that defines escape moves delta_c (eq. (1'), 12 runs with passage steps): 3.04 +- 0.19 / 3.35 +- 0.13 / 3.57
-+- 0.11 / 3.73 +- 0.14 / 3.74 +- 0.11 at q = 0.03 / 0.1 / 0.2 / 0.3 / 0.5, so the hard fraction GD reaches at an
-infinite horizon rises continuously with delta there, and q > 1/2 reads the top of that rise.
+within 2 combined s.e.; m = 16 from d = 400 to 800: -1.4, against -2.3 at the 5 x 10^4 reading).  At d = 400 the level
+that defines escape moves delta_c (eq. (1'), 12 runs with passage steps per width): 3.04 +- 0.19 / 3.35 +- 0.13 /
+3.57 +- 0.11 / 3.73 +- 0.14 / 3.74 +- 0.11 at q = 0.03 / 0.1 / 0.2 / 0.3 / 0.5 (m = 16), 2.58 +- 0.38 / 3.29 +-
+0.16 / 3.33 +- 0.17 / 3.41 +- 0.20 / 3.85 +- 0.20 (m = 8), so the hard fraction GD reaches at an infinite horizon
+rises continuously with delta there, and q > 1/2 reads the top of that rise.
 
 Run:  python -m validation.escape_law --released release_gelu_t10000.jsonl --released release_gelu_t10000_d800.jsonl
           [--horizon S0] [--at 30000,100000] [--nu free] [--check 30000:50000] [--json]
