@@ -169,6 +169,13 @@ def test_the_command_prints_a_law_per_cell_and_refuses_bad_input(tmp_path):
                           (["--check", "x"], "--check"), (["--at", "a,b"], "--at"), (["--at", "0"], "--at")):
         bad = runner.invoke(main, ["--released", str(path), *args])
         assert bad.exit_code != 0 and message in bad.output and "Traceback" not in bad.output
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"m": 1, "delta": 3.0}\n')
+    bad = runner.invoke(main, ["--released", str(other)])
+    assert bad.exit_code != 0 and "not a validation.release_check record" in bad.output and "Traceback" not in bad.output
+    # a horizon at or before the release: no run has escaped there, the crossing is inf, not an error
+    early = runner.invoke(main, ["--released", str(path), "--resamples", "20", "--at", "5000"])
+    assert early.exit_code == 0 and "inf" in early.output
     missing = runner.invoke(main, ["--released", str(tmp_path / "none.jsonl")])
     assert missing.exit_code != 0 and "no such file" in missing.output
 

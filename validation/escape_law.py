@@ -202,14 +202,16 @@ class EscapeLaw:
         return float(ndtr((math.log(S - t1) - self.log_A + self.nu * math.log(delta - self.delta_c)) / self.sigma))
 
     def crossing(self, S: float | None, t1: float) -> float:
-        """Eq. (5) at horizon S (None: S -> inf, delta_c)."""
+        """Eq. (5) at horizon S (None: S -> inf, delta_c; inf at S <= t1, where no run has escaped)."""
         if S is None:
             return self.delta_c
+        if S <= t1:
+            return math.inf
         return self.delta_c + math.exp((self.log_A - math.log(S - t1)) / self.nu)
 
     def crossing_se(self, S: float | None, t1: float, resamples: int) -> float | None:
-        """Eq. (5)'s s.e. at S from the refits; None below 80% of ``resamples`` fitted."""
-        if not self.boot or len(self.boot) < MIN_FITTED * resamples:
+        """Eq. (5)'s s.e. at S from the refits; None below 80% of ``resamples`` fitted and at S <= t1."""
+        if not self.boot or len(self.boot) < MIN_FITTED * resamples or (S is not None and S <= t1):
             return None
         values = [EscapeLaw(*b).crossing(S, t1) for b in self.boot]
         low, high = np.percentile(values, [16, 84])
@@ -409,6 +411,11 @@ def main(files, horizon, at, nu, spread, level, check_at, resamples, as_json):
     released = [r for p in files for r in records.read_file(p)]
     if not released:
         raise click.ClickException("no release records in " + ", ".join(files))
+    need = ("m", "d", "t1", "delta", "seed", "steps", "t_half", "learned")
+    bad = next((r for r in released if not isinstance(r, dict) or any(k not in r for k in need)), None)
+    if bad is not None:
+        raise click.ClickException("not a validation.release_check record (it needs " + ", ".join(need) + "): "
+                                   + json.dumps(bad)[:80])
     if not with_level(released, float(level)):
         raise click.ClickException(f"no release records with passage steps at level {level} (release_check eq. (2''))")
     lines, rows = table(released, horizon, _horizons(at), nu_value, resamples, pair, spread, float(level))
