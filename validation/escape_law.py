@@ -90,8 +90,14 @@ import numpy as np
 from scipy import optimize
 from scipy.special import log_ndtr, ndtr
 
-from validation import records
-from validation.release_check import LEARNED, LEVELS, learned_by, longest
+from validation.release_check import (
+    LEARNED,
+    LEVELS,
+    _read,
+    _values,
+    learned_by,
+    longest,
+)
 
 MIN_FITTED = 0.8          # eq. (5)'s 80% of the resamples
 
@@ -360,10 +366,7 @@ def table(released: list, horizon: int | None, at: list, nu: float | None, resam
 
 
 def _horizons(text: str) -> list:
-    try:
-        values = [int(float(v)) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise click.BadParameter(f"{text!r}: comma-separated steps", param_hint="--at") from None
+    values = [int(v) for v in _values(text, "--at", float)]     # steps, also as 1e5
     if any(v < 1 for v in values):
         raise click.BadParameter(f"{text!r}: steps must be positive", param_hint="--at")
     return values
@@ -408,7 +411,7 @@ def main(files, horizon, at, nu, spread, level, check_at, resamples, as_json):
         if len(pair) != 2 or not 0 < pair[0] < pair[1]:
             raise click.BadParameter(f"{check_at!r}: S0:S1 with 0 < S0 < S1", param_hint="--check")
         horizon = pair[0]
-    released = [r for p in files for r in records.read_file(p)]
+    released = _read(files)
     if not released:
         raise click.ClickException("no release records in " + ", ".join(files))
     need = ("m", "d", "t1", "delta", "seed", "steps", "t_half", "learned")

@@ -498,6 +498,13 @@ def released_crossings(released: list, t1s) -> dict:
     return out
 
 
+def _bound_side(c, value: float) -> bool:
+    """Whether ``value`` lies on the side of eq. (2)'s bound where its crossing ``c`` lies beyond the profiles'
+    deltas (c.bound = ("<" or ">", the edge))."""
+    side, edge = c.bound
+    return (value < edge) == (side == "<")
+
+
 def _against_limit(c, limit) -> str:
     """Two cells of :func:`mean_against_gd`: GD's infinite-horizon crossing (validation.escape_law eq. (5), ``limit``
     = (value, s.e.) or None) and eq. (2)'s crossing ``c`` minus it in combined s.e. (or whether it lies on the side
@@ -507,8 +514,7 @@ def _against_limit(c, limit) -> str:
     value, se = limit
     text = f"{value:.2f}" + ("" if se is None else f" +- {se:.2f}")
     if c.value is None:
-        side, edge = c.bound
-        return f"{text} | " + ("same side" if (value < edge) == (side == "<") else "other side")
+        return f"{text} | " + ("same side" if _bound_side(c, value) else "other side")
     if se is None or not math.isfinite(c.se):
         return f"{text} | open"
     return f"{text} | {(c.value - value) / math.hypot(c.se, se):+.1f}"
@@ -533,9 +539,8 @@ def mean_against_gd(predicted: list, released: list, degree: int = DEGREE, means
             if target is None:
                 z = "-"
             elif c.value is None:    # beyond the profiles' deltas: GD on the same side, or how far from the edge
-                side, edge = c.bound
-                gap = (target.value - edge) / target.se
-                z = ("same side" if (gap < 0) == (side == "<") else f"GD {abs(gap):.1f} s.e. on the other side")
+                gap = (target.value - c.bound[1]) / target.se
+                z = ("same side" if _bound_side(c, target.value) else f"GD {abs(gap):.1f} s.e. on the other side")
             else:
                 z = ("open" if not math.isfinite(c.se)
                      else f"{(c.value - target.value) / math.hypot(c.se, target.se):+.1f}")

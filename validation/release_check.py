@@ -96,15 +96,14 @@ def run_one(activation: str, link: str, eta: float, m: int, delta: float, d: int
     # settled_hessian.run_one's random stream: the data, the start and the first phase to t1 are that run's
     res = run_gd(first_phase(activation, link, eta, m, delta, d, seed, T, release=t1, release_scale=scale))
     q = res.hard_overlap / res.norm2
-    above = np.nonzero(q[t1:] > LEARNED)[0]
     steps = log_steps(t1, T)
     passages = {}
-    for level in LEVELS:   # eq. (2''): the first step from t1 on above each level
+    for level in LEVELS:   # eq. (2''): the first step from t1 on above each level; t_1/2 of eq. (2) among them
         past = np.nonzero(q[t1:] > level)[0]
         passages[f"{level:g}"] = int(t1 + past[0]) if past.size else None
     return {**dict(zip(KEYS, (activation, link, eta, m, delta, d))), "seed": seed, "t1": t1, "steps": T, "scale": scale,
             "q": [[s, float(q[s])] for s in steps], "train_loss": [[s, float(res.train_loss[s])] for s in steps],
-            "learned": bool(q[T] > LEARNED), "t_half": int(t1 + above[0]) if above.size else None,
+            "learned": bool(q[T] > LEARNED), "t_half": passages[f"{LEARNED:g}"],
             "t_levels": passages, "seconds": time.time() - start}
 
 
