@@ -106,6 +106,30 @@ def test_a_diverging_setting_is_recorded_and_its_prediction_skipped(tmp_path, mo
     assert calls == [("default", 3.0)] and len(rows) == 3
 
 
+def test_route_and_width_filters_run_gd_first_then_the_predictions(tmp_path, monkeypatch):
+    path = tmp_path / "r.jsonl"
+    calls = []
+    monkeypatch.setattr(cw, "run_gd", lambda s, d, **kw: calls.append(("gd", s.m, d)) or {"crossing": 3.0, "se": 0.1})
+    monkeypatch.setattr(cw, "run_forced", lambda s, d, start, **kw: calls.append(("forced", s.m, d)) or
+                        {"crossing": 3.1, "se": 0.1})
+    monkeypatch.setattr(cw, "settings", lambda: [cw.Setting("quad", 2, "default"),
+                                                 cw.Setting("quad", 8, "default", dims=(200, 800))])
+    cw.run(path=path, log=lambda text: None, widths=(8,), routes=("forced",))   # no GD row yet: nothing to anchor
+    assert calls == []
+    cw.run(path=path, log=lambda text: None, widths=(8,), routes=("gd",))
+    assert calls == [("gd", 8, 200), ("gd", 8, 800)]
+    cw.run(path=path, log=lambda text: None, widths=(8,))
+    assert calls[2:] == [("forced", 8, 200), ("forced", 8, 800)]
+    assert sorted(cw.done_rows(path)) == [("quad", 8, "default", d, r) for d in (200, 800) for r in ("forced", "gd")]
+    assert cw._widths("2,8") == (2, 8)
+
+
+def test_the_m_8_settings_run_rho0_at_the_base_step_at_two_d():
+    rows = [(s.activation, s.label, s.dims) for s in cw.settings() if s.m == 8]
+    assert sorted({r[1] for r in rows}) == ["default", "rho0 = 0.5", "rho0 = 2"]
+    assert all(r[2] == (200, 800) for r in rows) and len(rows) == 6
+
+
 def test_plot_draws_the_rows_that_were_run(tmp_path, monkeypatch):
     path, png = tmp_path / "r.jsonl", tmp_path / "r.png"
     records.append(path, {"activation": "gelu", "m": 2, "setting": "default", "d": 200, "route": "gd",

@@ -30,7 +30,7 @@ setting meets its figure F, on the straight line in log d through two measured d
 (the delta method in the two crossings' s.e. s1, s2), on the pair of consecutive d whose crossings bracket F, or
 else on the nearest pair (an extrapolation, said so in the report).
 
-    python -m validation.conventions_width [--only gelu] [--workers 2]    # runs what is missing, then the report
+    python -m validation.conventions_width [--only gelu] [--m 8] [--route gd] [--workers 2]   # what is missing, then the report
     python -m validation.conventions_width --report-only --plot validation/reports/conventions/settings_width.png
 
 Records: one JSON line per (activation, m, setting, d, route) in conventions/settings_width.jsonl (appended as each
@@ -93,17 +93,21 @@ def settings() -> list[Setting]:
                 ("eta / 2", {"eta_factor": 0.5}), ("eta x 2", {"eta_factor": 2.0}),
                 ("rho0 = 2, eta / 4", {"rho0": 2.0, "eta_factor": 0.25}), ("rho0 = 0.25", {"rho0": 0.25})]
     return [Setting(act, m, label, dims=DIMS[m] + ((800,) if (m, label) == (2, "rho0 = 0.5") else ()), **change)
-            for m in (2, 4) for label, change in variants
+            for m in (2, 4, 8) for label, change in variants
             for act in ("gelu", "quad")
             if not (act == "quad" and label == "eta x 2")   # quad at twice its step diverges (conventions/README.md)
             and not (act == "gelu" and label == "rho0 = 2, eta / 4")   # quad's rho0 = 2 at a step it survives
-            and not (m == 4 and (label.startswith("eta") or label == "rho0 = 0.25"))]   # m = 4: rho0 0.5-2 at one step
+            and not (m >= 4 and (label.startswith("eta") or label == "rho0 = 0.25"))   # m >= 4: rho0 0.5-2, one step
+            and not (m == 8 and label == "rho0 = 2, eta / 4")]   # m = 4 ran quad's rho0 = 2 at eta 0.05: no divergence
 
 
 # the dimensions per width: m = 4 at d = 400 alone (its GD and forced crossings at d = 200 and 800 are in
 # finite_d_width.md, and its trials cost about four times those of m = 2); m = 2 at rho0 = 0.5 also at d = 800, a
-# third d for the log-d line through which GD meets the figures (width section 13)
-DIMS = {2: (200, 400), 4: (400,)}
+# third d for the log-d line through which GD meets the figures (width section 13); m = 8 at d = 200 and 800, the
+# two d of its default crossings in finite_d_width.md, which bracket gelu's figure (5.11 / 6.50) and end 0.17 below
+# quad's (2.99 / 3.43), so that eq. (3) reads its d* at every rho0 from two d
+DIMS = {2: (200, 400), 4: (400,), 8: (200, 800)}
+ROUTES = ("gd", "forced")
 
 
 def widen(deltas: list, rates: list) -> list:
@@ -164,18 +168,19 @@ def done_rows(path: Path = RECORDS) -> dict:
     return {(r["activation"], r["m"], r["setting"], r["d"], r["route"]): r for r in records.read(path)}
 
 
-def run(only=None, workers=2, dims=None, log=print, path: Path = RECORDS) -> None:
+def run(only=None, workers=2, dims=None, log=print, path: Path = RECORDS, widths=None, routes=ROUTES) -> None:
     """Every (setting, d) not in the records: GD first, then the forced prediction anchored at GD's crossing (the
     anchor only places the prediction's grid; its sequential design walks to its own crossing).  A setting whose GD
-    diverges at some trial is recorded so, and its prediction is not run."""
+    diverges at some trial is recorded so, and its prediction is not run.  ``widths`` keeps the settings of those m;
+    ``routes`` = ("gd",) runs GD alone (every GD row first, the dearer predictions after, in a second call)."""
     for s in settings():
-        if only and s.activation != only:
+        if (only and s.activation != only) or (widths and s.m not in widths):
             continue
         for d in dims or s.dims:
             done = done_rows(path)
             base = {"activation": s.activation, "m": s.m, "setting": s.label, "d": d, "rho0": s.rho0,
                     "eta": s.problem(d).eta}
-            if s.key(d, "gd") not in done:
+            if "gd" in routes and s.key(d, "gd") not in done:
                 log(f"GD {s.activation} m = {s.m} {s.label} d = {d}")
                 try:
                     row = run_gd(s, d, workers=workers, log=log)
@@ -183,10 +188,10 @@ def run(only=None, workers=2, dims=None, log=print, path: Path = RECORDS) -> Non
                     row = {"crossing": None, "se": None, "note": f"diverges: {exc}", "steps": s.problem(d).steps}
                 records.append(path, dict(base, route="gd", **row))
                 done = done_rows(path)
-            gd = done[s.key(d, "gd")]
-            if gd.get("note", "").startswith("diverges"):
+            gd = done.get(s.key(d, "gd"))
+            if gd is None or gd.get("note", "").startswith("diverges"):
                 continue
-            if s.key(d, "forced") not in done:
+            if "forced" in routes and s.key(d, "forced") not in done:
                 start = float(f"{gd['crossing']:.2g}") if gd["crossing"] else GRID[s.activation][3]
                 log(f"forced {s.activation} m = {s.m} {s.label} d = {d} from {start:g}")
                 records.append(path, dict(base, route="forced", **run_forced(s, d, start, workers=workers, log=log)))
@@ -402,15 +407,30 @@ def plot(path, records_path: Path = RECORDS) -> None:
                                              "(validation.conventions_width)")
 
 
+def _widths(text: str) -> tuple:
+    """--m: a comma list of the widths that have settings."""
+    have = sorted({s.m for s in settings()})
+    try:
+        widths = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+    if not set(widths) <= set(have):
+        raise argparse.ArgumentTypeError(f"widths with settings: {', '.join(map(str, have))}; got {text!r}")
+    return widths
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=sorted(BASE), help="one activation")
     ap.add_argument("--workers", type=int, default=2, help="Dask worker processes (0: this process)")
+    ap.add_argument("--m", type=_widths, metavar="M[,M...]", help="only the settings of these widths")
+    ap.add_argument("--route", choices=ROUTES, help="run this route alone (GD's rows first, the predictions after)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--plot", metavar="PNG", help="also draw the table as a PNG")
     args = ap.parse_args(argv)
     if not args.report_only:
-        run(args.only, workers=args.workers, log=lambda text: print(text, flush=True))
+        run(args.only, workers=args.workers, log=lambda text: print(text, flush=True), widths=args.m,
+            routes=(args.route,) if args.route else ROUTES)
     print(report(), end="")
     if args.plot:
         plot(args.plot)
