@@ -63,7 +63,7 @@ def test_report_rows_z_and_the_settings_that_land(tmp_path):
     add("gelu", "rho0 = 0.5", "gd", 8.0, 0.2)
     add("quad", "rho0 = 0.5", "gd", 3.6, 0.1)
     add("quad", "rho0 = 0.5", "forced", None, None)
-    text = cw.report(path, out)
+    text = cw.report(path, out, widths=())   # default_meetings: its own test
     assert out.read_text() == text
     line = next(t for t in text.splitlines() if t.startswith("| gelu | 2 | default |"))
     z = (5.6 - 6.2) / math.hypot(0.4, 0.2)
@@ -198,3 +198,22 @@ def test_meeting_lines_use_a_scaled_step_where_the_base_one_diverges(tmp_path):
     (row,) = [ln for ln in lines if ln.startswith("| 2 | 2 |")]
     assert row.startswith("| 2 | 2 | 283 [") and "(eta 0.0125)" in row   # 200 * 2^0.5; 200 * 2^0.5 for quad too
     assert row.count("283 [") == 2 and "extrapolated" not in row
+
+
+def test_default_meetings_give_each_routes_d_star_and_the_ratio_of_eq_4(monkeypatch):
+    crossings = {   # (act, m) -> (forced, gd): d -> (crossing, s.e.)
+        ("gelu", 8): ({200: (5.3, 0.1), 800: (6.7, 0.1)}, {200: (5.0, 0.1), 800: (7.0, 0.1)}),
+        ("quad", 8): ({200: (3.0, 0.05), 800: (3.5, 0.05)}, {200: (3.0, 0.05), 800: (3.4, 0.05)}),
+    }
+    monkeypatch.setattr(cw, "setup_crossings", lambda act, eta, m, dirs: crossings[(act, m)])
+    lines = cw.default_meetings(widths=(8,))
+    (row,) = [t for t in lines if t.startswith("| 8 |")]
+    g = cw.meeting_d([(200, 5.0, 0.1), (800, 7.0, 0.1)], 6.0)          # inside: d = 400
+    q = cw.meeting_d([(200, 3.0, 0.05), (800, 3.4, 0.05)], 3.6)        # past 800: extrapolated
+    assert math.isclose(g.d, 400.0) and not g.extrapolated and q.extrapolated
+    err = math.hypot(math.log2(q.high / q.d), math.log2(g.high / g.d))
+    r = q.d / g.d
+    assert f"| {r:.2g} [{r * 2 ** -err:.2g}, {r * 2 ** err:.2g}] (an extrapolated d*) |" in row
+    assert row.startswith("| 8 | 400 [") and "(extrapolated from d = 200-800)" in row
+    assert cw.default_meetings(widths=(3,))[-1] == "| 3 | - | - | - | - | - |"   # no such width in finite_d_width
+    assert cw.default_meetings(widths=()) == []

@@ -46,6 +46,8 @@ from validation.indicator_points import bracket
 from validation.planted_threshold import gd_crossings
 
 REPORTS = Path(__file__).resolve().parent / "reports" / "planted"
+# the forced trial records of finite_d_width.md and width section 9e, in the order of ``--out`` (module docstring)
+RECORD_DIRS = tuple(REPORTS / "forced" / name for name in ("stratified", "paths20000_m4", "eq4b", "paths80000"))
 
 # (activation, eta, m) -> GD reports at the 600-step horizon (validate runs, 40 trials per point unless the
 # report says otherwise)
