@@ -93,7 +93,7 @@ def settings() -> list[Setting]:
     variants = [("default", {}), ("rho0 = 0.5", {"rho0": 0.5}), ("rho0 = 2", {"rho0": 2.0}),
                 ("eta / 2", {"eta_factor": 0.5}), ("eta x 2", {"eta_factor": 2.0}),
                 ("rho0 = 2, eta / 4", {"rho0": 2.0, "eta_factor": 0.25}), ("rho0 = 0.25", {"rho0": 0.25})]
-    return [Setting(act, m, label, dims=DIMS[m] + ((800,) if (m, label) == (2, "rho0 = 0.5") else ()), **change)
+    return [Setting(act, m, label, dims=_dims(m, label), **change)
             for m in (2, 4, 8) for label, change in variants
             for act in ("gelu", "quad")
             if not (act == "quad" and label == "eta x 2")   # quad at twice its step diverges (conventions/README.md)
@@ -104,11 +104,28 @@ def settings() -> list[Setting]:
 
 # the dimensions per width: m = 4 at d = 400 alone (its GD and forced crossings at d = 200 and 800 are in
 # finite_d_width.md, and its trials cost about four times those of m = 2); m = 2 at rho0 = 0.5 also at d = 800, a
-# third d for the log-d line through which GD meets the figures (width section 13); m = 8 at d = 200 and 800, the
-# two d of its default crossings in finite_d_width.md, which bracket gelu's figure (5.11 / 6.50) and end 0.17 below
-# quad's (2.99 / 3.43), so that eq. (3) reads its d* at every rho0 from two d
-DIMS = {2: (200, 400), 4: (400,), 8: (200, 800)}
+# third d for the log-d line through which GD meets the figures (width section 13); m = 8 at d = 200 and 400 (a GD
+# scan of gelu at m = 8, d = 200 takes 11 minutes on the two cores, one at d = 800 would take about 16 times that),
+# its default at d = 200 alone (GD's default crossings at d = 200 and 800 are in finite_d_width.md, and eq. (4)
+# reads its d* from them)
+DIMS = {2: (200, 400), 4: (400,), 8: (200, 400)}
+# GD's grid at m = 8, d = 400: the deltas about the default crossings interpolated from d = 200 and 800 (gelu 5.1 /
+# 6.5, quad 3.0 / 3.4), widened by eq. (2) where a setting's rates do not bracket 1/2; the full grid costs twice that
+NARROW = {("gelu", 8, 400): [4.0, 5.0, 6.0, 7.0, 8.0], ("quad", 8, 400): [2.5, 3.0, 3.5, 4.0]}
 ROUTES = ("gd", "forced")
+
+
+def _dims(m: int, label: str) -> tuple:
+    if (m, label) == (2, "rho0 = 0.5"):
+        return DIMS[m] + (800,)
+    if (m, label) == (8, "default"):
+        return DIMS[m][:1]
+    return DIMS[m]
+
+
+def grid(activation: str, m: int, d: int) -> list:
+    """GD's first grid of one setting at d (NARROW where set, else GRID)."""
+    return list(NARROW.get((activation, m, d), GRID[activation]))
 
 
 def widen(deltas: list, rates: list) -> list:
@@ -131,7 +148,7 @@ def run_gd(setting: Setting, d: int, *, workers, log=print) -> dict:
     from validation.threshold import scan
     problem = setting.problem(d)
     time_ = BASE[setting.activation][1]
-    deltas = list(GRID[setting.activation])
+    deltas = grid(setting.activation, setting.m, d)
     t0 = time.time()
     for attempt in range(4):
         out = scan(problem.activation, problem.link, [d], deltas, TRIALS, eta=problem.eta, t0=time_, c=0.0,
