@@ -146,12 +146,36 @@ def logistic_crossing(deltas, successes, trials):
     """delta at which the logistic success curve p(delta) = 1 / (1 + exp(-(delta - c) / w)) crosses 1/2, with
     its standard error (binomial maximum likelihood, s.e. from the observed information; (None, None) when
     the rates do not bracket 1/2): the crossing of GD trials (validation.threshold) and of forced DMFT
-    trials (thresholds.forced) alike."""
+    trials (thresholds.forced) alike.  Where the fit collapses (:func:`collapsed_gap`), the midpoint of the gap
+    that brackets 1/2, with the standard deviation of a uniform law on it."""
+    fit = _logistic_fit(deltas, successes, trials)
+    if fit is None:
+        return None, None
+    c, se, gap = fit
+    if gap is None:
+        return c, se
+    lo, hi = gap
+    return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
+
+
+def collapsed_gap(deltas, successes, trials):
+    """(lo, hi) when the logistic fit of :func:`logistic_crossing` collapses, its width below a quarter of the grid
+    spacing (all-or-nothing data, or one intermediate rate between 0 and 1): the likelihood's curvature then
+    measures the width's collapse, not the position, and the crossing is only known to lie between the last delta
+    with rate < 1/2 and the next one with rate > 1/2.  None when the fit resolves the crossing or the rates do not
+    bracket 1/2.  A finer grid inside the gap resolves it."""
+    fit = _logistic_fit(deltas, successes, trials)
+    return None if fit is None else fit[2]
+
+
+def _logistic_fit(deltas, successes, trials):
+    """(c, s.e., None) of the maximum-likelihood logistic, or (c, None, (lo, hi)) where it collapses; None when the
+    rates do not bracket 1/2."""
     deltas = np.asarray(deltas, float)
     k = np.asarray(successes, float)
     n = np.asarray(trials, float)
     if not (np.min(k / n) < 0.5 < np.max(k / n)):   # the rates, not the counts: trials may differ per delta
-        return None, None
+        return None
 
     def nll(params):
         c, log_s = params
@@ -168,14 +192,10 @@ def logistic_crossing(deltas, successes, trials):
     second = (nll([c + h, log_s]) - 2 * nll([c, log_s]) + nll([c - h, log_s])) / h**2
     gaps = np.diff(np.sort(deltas))
     if second > 0 and math.isfinite(second) and np.exp(log_s) > 0.25 * gaps.min():
-        return float(c), float(1 / math.sqrt(second))
-    # the fitted logistic width is below a quarter of the grid spacing (all-or-nothing data, or one
-    # intermediate rate between 0 and 1): the likelihood's curvature then measures the width
-    # collapse, not the position, and the crossing is only known to lie between the last delta
-    # with rate < 1/2 and the next one with rate > 1/2; reported as their midpoint with the
-    # standard deviation of a uniform law on that gap
-    # (rates that fall with delta somewhere, possible with few trials per delta, make no rate > 1/2 after the
-    # last one < 1/2: then the gap is the one between the last rate > 1/2 and that last rate < 1/2)
+        return float(c), float(1 / math.sqrt(second)), None
+    # the collapse: the gap between the last delta with rate < 1/2 and the next one with rate > 1/2 (rates that
+    # fall with delta somewhere, possible with few trials per delta, make no rate > 1/2 after the last one < 1/2:
+    # then the gap is the one between the last rate > 1/2 and that last rate < 1/2)
     order = np.argsort(deltas)
     rate, grid = (k / n)[order], deltas[order]
     below = np.flatnonzero(rate < 0.5)
@@ -187,7 +207,7 @@ def logistic_crossing(deltas, successes, trials):
         hi = grid[after.min()] if after.size else grid.max()
     else:
         lo, hi = grid[above.max()], grid[last]
-    return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
+    return float(c), None, (float(lo), float(hi))
 
 
 def paired_crossing(deltas, outcomes, *, resamples: int = 200, seed: int = 0):

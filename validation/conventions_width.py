@@ -47,6 +47,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from thresholds.crossing import collapsed_gap
 from thresholds.errors import DivergenceError
 from thresholds.problem import Problem
 from validation import records
@@ -143,8 +144,24 @@ def widen(deltas: list, rates: list) -> list:
     return add
 
 
+def refine(deltas: list, successes: list, trials: int) -> list:
+    """The GD grid for a further scan when the logistic fit collapses (thresholds.crossing.collapsed_gap: one rate
+    between 0 and 1, a curve steeper than the grid), three deltas inside the gap (lo, hi) that brackets 1/2:
+
+        lo + (hi - lo) x 1/4, 1/2, 3/4                                                                 (2b)
+
+    [] when the fit resolves the crossing (m = 8 at d = 200 is that steep: quad 0 / 1 / 18 / 40 of 40 at delta
+    2-3.5, a collapsed fit at the gap's midpoint 3.25 +- 0.14, where validate's finer grid read 2.99 +- 0.02)."""
+    gap = collapsed_gap(deltas, successes, [trials] * len(deltas))
+    if gap is None:
+        return []
+    lo, hi = gap
+    return [round(lo + (hi - lo) * f, 3) for f in (0.25, 0.5, 0.75)]
+
+
 def run_gd(setting: Setting, d: int, *, workers, log=print) -> dict:
-    """GD's crossing of one setting at d (module docstring), widening the grid by eq. (2) up to three times."""
+    """GD's crossing of one setting at d (module docstring), widening the grid by eq. (2), or refining it by eq.
+    (2b), up to three times."""
     from validation.threshold import scan
     problem = setting.problem(d)
     time_ = BASE[setting.activation][1]
@@ -156,7 +173,7 @@ def run_gd(setting: Setting, d: int, *, workers, log=print) -> dict:
         if out.interrupted:
             raise KeyboardInterrupt
         rates = [out.successes[(d, x)] / out.trials[(d, x)] for x in deltas]
-        more = widen(deltas, rates)
+        more = widen(deltas, rates) or refine(deltas, [out.successes[(d, x)] for x in deltas], TRIALS)
         if not more or attempt == 3:
             break
         log(f"  GD {setting.activation} m = {setting.m} {setting.label} d = {d}: rates "
