@@ -223,6 +223,10 @@ def test_default_meetings_give_each_routes_d_star_and_the_ratio_of_eq_4(monkeypa
     err = math.hypot(math.log2(q.high / q.d), math.log2(g.high / g.d))
     r = q.d / g.d
     assert f"| {r:.2g} [{r * 2 ** -err:.2g}, {r * 2 ** err:.2g}] (an extrapolated d*) |" in row
+    gf = cw.meeting_d([(200, 5.3, 0.1), (800, 6.7, 0.1)], 6.0)
+    qf = cw.meeting_d([(200, 3.0, 0.05), (800, 3.5, 0.05)], 3.6)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells[-1].startswith(f"{qf.d / gf.d:.2g} [") and cells[-2].startswith(f"{r:.2g} [")   # forced, GD
     assert row.startswith("| 8 | 400 [") and "(extrapolated from d = 200-800)" in row
-    assert cw.default_meetings(widths=(3,))[-1] == "| 3 | - | - | - | - | - |"   # no such width in finite_d_width
+    assert cw.default_meetings(widths=(3,))[-1] == "| 3 | - | - | - | - | - | - |"   # no such width in finite_d_width
     assert cw.default_meetings(widths=()) == []

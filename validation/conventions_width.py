@@ -406,12 +406,12 @@ def meeting_lines(done: dict) -> list[str]:
 def default_meetings(widths=(1, 2, 4, 8, 16), dirs=RECORD_DIRS) -> list[str]:
     """Eq. (3) at the default setting (rho0 = 1, the base step, 600 steps) for every width, from the crossings of
     conventions/finite_d_width.md (validation.forced_width: GD's ``thresholds validate`` reports and the forced trials'
-    records in ``dirs``), GD's d* and the prediction's per activation, and quad's d* over gelu's with one s.e. of
-    each carried into log2 of the ratio (the two are independent: different activations, different runs):
+    records in ``dirs``), GD's d* and the prediction's per activation, and per route quad's d* over gelu's with one
+    s.e. of each carried into log2 of the ratio (the two are independent: different activations, different runs):
 
         log2 (d*_quad / d*_gelu) +- sqrt(e_quad^2 + e_gelu^2),   e = s.e. of log2 d* by eq. (3)          (4)
 
-    A ratio of 1 inside that range is a d at which GD meets both figures.  [] for no widths."""
+    A ratio of 1 inside that range is a d at which that route meets both figures.  [] for no widths."""
     if not widths:
         return []
     lines = []
@@ -433,23 +433,25 @@ def default_meetings(widths=(1, 2, 4, 8, 16), dirs=RECORD_DIRS) -> list[str]:
                 span = f"{min(p[0] for p in pts)}-{max(p[0] for p in pts)}"
                 cells.append(f"{meet.d:.3g} [{meet.low:.3g}, {meet.high:.3g}]"
                              + (f" (extrapolated from d = {span})" if meet.extrapolated else ""))
-        q, g = meets.get(("quad", "gd")), meets.get(("gelu", "gd"))
-        if q and g:
-            err = math.hypot(math.log2(q.high / q.d), math.log2(g.high / g.d))
-            r = q.d / g.d
-            cells.append(f"{r:.2g} [{r * 2 ** -err:.2g}, {r * 2 ** err:.2g}]"
-                         + (" (an extrapolated d*)" if q.extrapolated or g.extrapolated else ""))
-        else:
-            cells.append("-")
+        for route in ("gd", "forced"):
+            q, g = meets.get(("quad", route)), meets.get(("gelu", route))
+            if q and g:
+                err = math.hypot(math.log2(q.high / q.d), math.log2(g.high / g.d))
+                r = q.d / g.d
+                cells.append(f"{r:.2g} [{r * 2 ** -err:.2g}, {r * 2 ** err:.2g}]"
+                             + (" (an extrapolated d*)" if q.extrapolated or g.extrapolated else ""))
+            else:
+                cells.append("-")
         lines.append(f"| {m} | " + " | ".join(cells) + " |")
     return ["", ("At the default setting (rho0 = 1, the base step, 600 steps) every width, from the crossings of "
                  "`finite_d_width.md` (GD's `thresholds validate` reports, the forced trials of validation.forced_width):"
-                 " the d at which each route's crossing meets each figure (eq. (3)), and quad's GD d* over gelu's "
-                 "with one s.e. of each (eq. (4) of `default_meetings`); a ratio range that holds 1 would be a d at "
+                 " the d at which each route's crossing meets each figure (eq. (3)), and quad's d* over gelu's "
+                 "for each route with one s.e. of each (eq. (4) of `default_meetings`); a ratio range that holds 1 would be a d at "
                  "which GD meets both figures, if neither d* is an extrapolation (a line in log d carried past the "
                  "measured d is not a measurement there):"),
-            "", "| m | gelu GD d* | gelu forced d* | quad GD d* | quad forced d* | quad / gelu (GD) |",
-            "|---|---|---|---|---|---|"] + lines
+            "", "| m | gelu GD d* | gelu forced d* | quad GD d* | quad forced d* | quad / gelu (GD) | quad / gelu "
+                "(forced) |",
+            "|---|---|---|---|---|---|---|"] + lines
 
 
 def report(path: Path = RECORDS, out: Path = REPORT, widths=(1, 2, 4, 8, 16)) -> str:
