@@ -446,11 +446,11 @@ def default_meetings(widths=(1, 2, 4, 8, 16), dirs=RECORD_DIRS) -> list[str]:
     return ["", ("At the default setting (rho0 = 1, the base step, 600 steps) every width, from the crossings of "
                  "`finite_d_width.md` (GD's `thresholds validate` reports, the forced trials of validation.forced_width):"
                  " the d at which each route's crossing meets each figure (eq. (3)), and quad's d* over gelu's "
-                 "for each route with one s.e. of each (eq. (4) of `default_meetings`); a ratio range that holds 1 would be a d at "
-                 "which GD meets both figures, if neither d* is an extrapolation (a line in log d carried past the "
-                 "measured d is not a measurement there):"),
-            "", "| m | gelu GD d* | gelu forced d* | quad GD d* | quad forced d* | quad / gelu (GD) | quad / gelu "
-                "(forced) |",
+                 "for each route with one s.e. of each (eq. (4) of `default_meetings`); a ratio range that holds 1 "
+                 "would be a d at which that route meets both figures, if neither d* is an extrapolation (a line in "
+                 "log d carried past the measured d is not a measurement there):"),
+            "", ("| m | gelu GD d* | gelu forced d* | quad GD d* | quad forced d* | quad / gelu (GD) | quad / gelu "
+                 "(forced) |"),
             "|---|---|---|---|---|---|---|"] + lines
 
 
