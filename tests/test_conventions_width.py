@@ -135,7 +135,8 @@ def test_route_and_width_filters_run_gd_first_then_the_predictions(tmp_path, mon
 def test_the_m_8_settings_run_rho0_at_the_base_step_at_two_d():
     rows = [(s.activation, s.label, s.dims) for s in cw.settings() if s.m == 8]
     assert sorted({r[1] for r in rows}) == ["default", "rho0 = 0.5", "rho0 = 2"]
-    assert all(r[2] == ((200,) if r[1] == "default" else (200, 400)) for r in rows) and len(rows) == 6
+    dims = {"default": (200,), "rho0 = 0.5": (200, 400, 800), "rho0 = 2": (200, 400)}
+    assert all(r[2] == dims[r[1]] for r in rows) and len(rows) == 6
     assert cw.grid("gelu", 8, 400) == [4.0, 5.0, 6.0, 7.0, 8.0] and cw.grid("gelu", 8, 200) == cw.GRID["gelu"]
 
 

@@ -108,11 +108,14 @@ def settings() -> list[Setting]:
 # third d for the log-d line through which GD meets the figures (width section 13); m = 8 at d = 200 and 400 (a GD
 # scan of gelu at m = 8, d = 200 takes 11 minutes on the two cores, one at d = 800 would take about 16 times that),
 # its default at d = 200 alone (GD's default crossings at d = 200 and 800 are in finite_d_width.md, and eq. (4)
-# reads its d* from them)
+# reads its d* from them), its rho0 = 0.5 also at d = 800 (:func:`_dims`)
 DIMS = {2: (200, 400), 4: (400,), 8: (200, 400)}
 # GD's grid at m = 8, d = 400: the deltas about the default crossings interpolated from d = 200 and 800 (gelu 5.1 /
 # 6.5, quad 3.0 / 3.4), widened by eq. (2) where a setting's rates do not bracket 1/2; the full grid costs twice that
-NARROW = {("gelu", 8, 400): [4.0, 5.0, 6.0, 7.0, 8.0], ("quad", 8, 400): [2.5, 3.0, 3.5, 4.0]}
+NARROW = {("gelu", 8, 400): [4.0, 5.0, 6.0, 7.0, 8.0], ("quad", 8, 400): [2.5, 3.0, 3.5, 4.0],
+          # m = 8, rho0 = 0.5 at d = 800: about its crossings at d = 200 and 400 carried one doubling on (gelu 4.80 /
+          # 5.42, quad 2.90 / 3.18), at the spacing of its steep curves (40 trials go from 1/40 to 40/40 within 1)
+          ("gelu", 8, 800): [5.5, 6.0, 6.5], ("quad", 8, 800): [3.2, 3.45, 3.7]}
 ROUTES = ("gd", "forced")
 
 
@@ -121,6 +124,8 @@ def _dims(m: int, label: str) -> tuple:
         return DIMS[m] + (800,)
     if (m, label) == (8, "default"):
         return DIMS[m][:1]
+    if (m, label) == (8, "rho0 = 0.5"):   # both d* extrapolated past 400 and 1.5 apart: d = 800 reads them inside
+        return DIMS[m] + (800,)
     return DIMS[m]
 
 
