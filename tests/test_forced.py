@@ -432,6 +432,14 @@ def test_paired_crossing_of_a_sequential_design():
     # the rates, not the counts, decide whether 1/2 is bracketed: 15/40 lies below it and 6/10 above
     assert logistic_crossing([1.0, 2.0], [15, 6], [40, 10])[0] is not None
     assert logistic_crossing([1.0, 2.0], [15, 4], [40, 10]) == (None, None)
+    # collapsed_gap names the gap whose midpoint a collapsed fit reports, and None where the fit resolves
+    from thresholds.crossing import collapsed_gap
+    steep = ([2.0, 2.5, 3.0, 3.5, 4.0], [0, 1, 18, 40, 40], [40] * 5)
+    assert collapsed_gap(*steep) == (3.0, 3.5)
+    assert logistic_crossing(*steep) == (3.25, pytest.approx(0.5 / math.sqrt(12)))
+    assert collapsed_gap([1.0, 2.0], [6, 4], [10, 10]) == (1.0, 2.0)
+    assert collapsed_gap(deltas, arr.sum(axis=1), [40] * 4) is None
+    assert collapsed_gap([1.0, 2.0], [15, 4], [40, 10]) is None   # nothing bracketed
 
 
 def test_paired_crossing_spread_ignores_a_resample_that_runs_off_the_grid():

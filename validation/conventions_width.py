@@ -28,7 +28,10 @@ setting meets its figure F, on the straight line in log d through two measured d
     s.e.(log2 d*) = log2(d2 / d1) sqrt((u - 1)^2 s1^2 + u^2 s2^2) / |c2 - c1|                       (3)
 
 (the delta method in the two crossings' s.e. s1, s2), on the pair of consecutive d whose crossings bracket F, or
-else on the nearest pair (an extrapolation, said so in the report).
+else on the nearest pair (an extrapolation, said so in the report).  At the default setting every width's d* comes
+from the crossings of finite_d_width.md, with quad's d* over gelu's per route (eq. (4), :func:`default_meetings`).
+GD's grid is widened at its ends (eq. (2), :func:`widen`) and refined inside the gap that brackets 1/2 where the
+logistic fit collapses (eq. (2b), :func:`refine`).
 
     python -m validation.conventions_width [--only gelu] [--m 8] [--route gd] [--workers 2]   # what is missing, then the report
     python -m validation.conventions_width --report-only --plot validation/reports/conventions/settings_width.png
