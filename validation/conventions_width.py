@@ -111,8 +111,11 @@ def settings() -> list[Setting]:
 # third d for the log-d line through which GD meets the figures (width section 13); m = 8 at d = 200 and 400 (a GD
 # scan of gelu at m = 8, d = 200 takes 11 minutes on the two cores, one at d = 800 would take about 16 times that),
 # its default at d = 200 alone (GD's default crossings at d = 200 and 800 are in finite_d_width.md, and eq. (4)
-# reads its d* from them), its rho0 = 0.5 also at d = 800 (:func:`_dims`)
+# reads its d* from them), its rho0 = 0.5 also at d = 800 (SETTING_DIMS)
 DIMS = {2: (200, 400), 4: (400,), 8: (200, 400)}
+# the settings whose d differ from their width's (m = 8, rho0 = 0.5: both d* extrapolated past 400 and 1.5
+# apart there, so d = 800 reads them inside)
+SETTING_DIMS = {(2, "rho0 = 0.5"): (200, 400, 800), (8, "default"): (200,), (8, "rho0 = 0.5"): (200, 400, 800)}
 # GD's grid at m = 8, d = 400: the deltas about the default crossings interpolated from d = 200 and 800 (gelu 5.1 /
 # 6.5, quad 3.0 / 3.4), widened by eq. (2) where a setting's rates do not bracket 1/2; the full grid costs twice that
 NARROW = {("gelu", 8, 400): [4.0, 5.0, 6.0, 7.0, 8.0], ("quad", 8, 400): [2.5, 3.0, 3.5, 4.0],
@@ -123,13 +126,8 @@ ROUTES = ("gd", "forced")
 
 
 def _dims(m: int, label: str) -> tuple:
-    if (m, label) == (2, "rho0 = 0.5"):
-        return DIMS[m] + (800,)
-    if (m, label) == (8, "default"):
-        return DIMS[m][:1]
-    if (m, label) == (8, "rho0 = 0.5"):   # both d* extrapolated past 400 and 1.5 apart: d = 800 reads them inside
-        return DIMS[m] + (800,)
-    return DIMS[m]
+    """A setting's d: its width's DIMS, or the exception in SETTING_DIMS."""
+    return SETTING_DIMS.get((m, label), DIMS[m])
 
 
 def grid(activation: str, m: int, d: int) -> list:
@@ -378,6 +376,13 @@ def meeting_d(points, figure: float):
     return MeetingD(2**log_d, 2 ** (log_d - err), 2 ** (log_d + err), not inside)
 
 
+def meeting_cell(meet: MeetingD, pts, notes=()) -> str:
+    """A table cell of eq. (3): d* [one-s.e. range], with ``notes`` and, for an extrapolation, the measured d."""
+    notes = list(notes) + ([f"extrapolated from d = {min(p[0] for p in pts)}-{max(p[0] for p in pts)}"]
+                           if meet.extrapolated else [])
+    return f"{meet.d:.3g} [{meet.low:.3g}, {meet.high:.3g}]" + (f" ({'; '.join(notes)})" if notes else "")
+
+
 def meeting_lines(done: dict) -> list[str]:
     """Eq. (3) per (m, rho0) and activation, for GD at two d or more: a table.  The base step where its GD has two
     resolved d, else the scaled step nearest it that has (quad at rho0 = 2, m = 2 diverges at its base step; the
@@ -398,9 +403,7 @@ def meeting_lines(done: dict) -> list[str]:
             if meet is None:
                 cells.append("-")
                 continue
-            notes = ([f"eta {eta:g}"] if eta != BASE[act][0] else []) + (
-                [f"extrapolated from d = {min(p[0] for p in pts)}-{max(p[0] for p in pts)}"] if meet.extrapolated else [])
-            cells.append(f"{meet.d:.3g} [{meet.low:.3g}, {meet.high:.3g}]" + (f" ({'; '.join(notes)})" if notes else ""))
+            cells.append(meeting_cell(meet, pts, [f"eta {eta:g}"] if eta != BASE[act][0] else []))
         out.append(f"| {m} | {rho0:g} | " + " | ".join(cells) + " |")
     if not out:
         return []
@@ -438,9 +441,7 @@ def default_meetings(widths=(1, 2, 4, 8, 16), dirs=RECORD_DIRS) -> list[str]:
                     cells.append("-")
                     continue
                 meets[(act, route)] = meet
-                span = f"{min(p[0] for p in pts)}-{max(p[0] for p in pts)}"
-                cells.append(f"{meet.d:.3g} [{meet.low:.3g}, {meet.high:.3g}]"
-                             + (f" (extrapolated from d = {span})" if meet.extrapolated else ""))
+                cells.append(meeting_cell(meet, pts))
         for route in ("gd", "forced"):
             q, g = meets.get(("quad", route)), meets.get(("gelu", route))
             if q and g:
