@@ -2,6 +2,8 @@
 
 import math
 
+import pytest
+
 from validation import conventions_width as cw
 from validation import records
 
@@ -130,6 +132,29 @@ def test_route_and_width_filters_run_gd_first_then_the_predictions(tmp_path, mon
     assert calls[2:] == [("forced", 8, 200), ("forced", 8, 800)]
     assert sorted(cw.done_rows(path)) == [("quad", 8, "default", d, r) for d in (200, 800) for r in ("forced", "gd")]
     assert cw._widths("2,8") == (2, 8)
+
+
+def test_setting_and_d_filters_keep_only_those_rows(tmp_path, monkeypatch):
+    path = tmp_path / "r.jsonl"
+    calls = []
+    monkeypatch.setattr(cw, "run_gd", lambda s, d, **kw: calls.append(("gd", s.label, d)) or {"crossing": 3.0,
+                                                                                              "se": 0.1})
+    monkeypatch.setattr(cw, "run_forced", lambda s, d, start, **kw: calls.append(("forced", s.label, d)) or
+                        {"crossing": 3.1, "se": 0.1})
+    monkeypatch.setattr(cw, "settings", lambda: [cw.Setting("quad", 8, "default", dims=(200,)),
+                                                 cw.Setting("quad", 8, "rho0 = 2", rho0=2.0, dims=(200, 400))])
+    cw.run(path=path, log=lambda text: None, labels=("rho0 = 2",), dims=(400, 800))   # 800: not one of its d
+    assert calls == [("gd", "rho0 = 2", 400), ("forced", "rho0 = 2", 400)]
+    assert cw._labels("rho0 = 2, default") == ("rho0 = 2", "default") and cw._dims_arg("200,400") == (200, 400)
+
+
+def test_bad_filters_are_one_line_errors(capsys):
+    for argv in (["--setting", "rho0 = 3"], ["--d", "two"], ["--d", "0"], ["--m", "3"]):
+        with pytest.raises(SystemExit) as exc:
+            cw.main(argv + ["--report-only"])
+        assert exc.value.code == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err[-1].startswith("usage:") is False and "error:" in err[-1]
 
 
 def test_the_m_8_settings_run_rho0_at_the_base_step_at_two_d():

@@ -209,15 +209,17 @@ def done_rows(path: Path = RECORDS) -> dict:
     return {(r["activation"], r["m"], r["setting"], r["d"], r["route"]): r for r in records.read(path)}
 
 
-def run(only=None, workers=2, dims=None, log=print, path: Path = RECORDS, widths=None, routes=ROUTES) -> None:
+def run(only=None, workers=2, dims=None, log=print, path: Path = RECORDS, widths=None, routes=ROUTES,
+        labels=None) -> None:
     """Every (setting, d) not in the records: GD first, then the forced prediction anchored at GD's crossing (the
     anchor only places the prediction's grid; its sequential design walks to its own crossing).  A setting whose GD
-    diverges at some trial is recorded so, and its prediction is not run.  ``widths`` keeps the settings of those m;
+    diverges at some trial is recorded so, and its prediction is not run.  ``widths`` keeps the settings of those m,
+    ``labels`` those of these labels, ``dims`` (a set) those d of each setting's own;
     ``routes`` = ("gd",) runs GD alone (every GD row first, the dearer predictions after, in a second call)."""
     for s in settings():
-        if (only and s.activation != only) or (widths and s.m not in widths):
+        if (only and s.activation != only) or (widths and s.m not in widths) or (labels and s.label not in labels):
             continue
-        for d in dims or s.dims:
+        for d in [d for d in s.dims if not dims or d in dims]:
             done = done_rows(path)
             base = {"activation": s.activation, "m": s.m, "setting": s.label, "d": d, "rho0": s.rho0,
                     "eta": s.problem(d).eta}
@@ -516,18 +518,41 @@ def _widths(text: str) -> tuple:
     return widths
 
 
+def _labels(text: str) -> tuple:
+    """--setting: a comma list of setting labels ("default", "rho0 = 2", ...)."""
+    have = sorted({s.label for s in settings()})
+    labels = tuple(v.strip() for v in text.split(","))
+    if not set(labels) <= set(have):
+        raise argparse.ArgumentTypeError(f"settings: {'; '.join(have)}; got {text!r}")
+    return labels
+
+
+def _dims_arg(text: str) -> tuple:
+    """--d: a comma list of positive integers."""
+    try:
+        dims = tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+    if min(dims) <= 0:
+        raise argparse.ArgumentTypeError(f"dimensions must be positive: {text!r}")
+    return dims
+
+
 def main(argv=None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--only", choices=sorted(BASE), help="one activation")
     ap.add_argument("--workers", type=int, default=2, help="Dask worker processes (0: this process)")
     ap.add_argument("--m", type=_widths, metavar="M[,M...]", help="only the settings of these widths")
+    ap.add_argument("--setting", type=_labels, metavar="LABEL[,LABEL...]",
+                    help='only these settings, e.g. "rho0 = 2" (comma list)')
+    ap.add_argument("--d", type=_dims_arg, metavar="D[,D...]", help="only these d of each setting's own")
     ap.add_argument("--route", choices=ROUTES, help="run this route alone (GD's rows first, the predictions after)")
     ap.add_argument("--report-only", action="store_true")
     ap.add_argument("--plot", metavar="PNG", help="also draw the table as a PNG")
     args = ap.parse_args(argv)
     if not args.report_only:
         run(args.only, workers=args.workers, log=lambda text: print(text, flush=True), widths=args.m,
-            routes=(args.route,) if args.route else ROUTES)
+            routes=(args.route,) if args.route else ROUTES, labels=args.setting, dims=args.d)
     print(report(), end="")
     if args.plot:
         plot(args.plot)
