@@ -34,7 +34,8 @@ def test_widen_adds_deltas_only_where_the_rates_do_not_bracket():
 
 def test_refine_splits_the_gap_only_where_the_logistic_fit_collapses():
     grid = [2.0, 2.5, 3.0, 3.5, 4.0, 4.5, 5.0, 6.0]
-    assert cw.refine(grid, [0, 1, 18, 40, 40, 40, 40, 40], 40) == [3.125, 3.25, 3.375]   # one rate inside (0, 1)
+    assert cw.refine([2.5, 3.0, 3.5, 4.0], [0, 0, 31, 40], 40) == [3.125, 3.25, 3.375]    # one rate inside (0, 1)
+    assert cw.refine(grid, [0, 1, 18, 40, 40, 40, 40, 40], 40) == []   # two: resolved (thresholds.crossing eq. (6))
     assert cw.refine(grid, [0, 4, 12, 25, 33, 38, 40, 40], 40) == []                       # a resolved curve
     assert cw.refine([3.0, 3.125, 3.25, 3.375, 3.5], [18, 27, 35, 39, 40], 40) == []       # refined: resolved
     assert cw.refine(grid, [0] * 8, 40) == []                                            # nothing brackets 1/2

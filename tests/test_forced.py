@@ -434,9 +434,9 @@ def test_paired_crossing_of_a_sequential_design():
     assert logistic_crossing([1.0, 2.0], [15, 4], [40, 10]) == (None, None)
     # collapsed_gap names the gap whose midpoint a collapsed fit reports, and None where the fit resolves
     from thresholds.crossing import collapsed_gap
-    steep = ([2.0, 2.5, 3.0, 3.5, 4.0], [0, 1, 18, 40, 40], [40] * 5)
-    assert collapsed_gap(*steep) == (3.0, 3.5)
-    assert logistic_crossing(*steep) == (3.25, pytest.approx(0.5 / math.sqrt(12)))
+    steep = ([2.0, 2.5, 3.0, 3.5, 4.0], [0, 1, 40, 40, 40], [40] * 5)   # one rate strictly between 0 and 1
+    assert collapsed_gap(*steep) == (2.5, 3.0)
+    assert logistic_crossing(*steep) == (2.75, pytest.approx(0.5 / math.sqrt(12)))
     assert collapsed_gap([1.0, 2.0], [6, 4], [10, 10]) == (1.0, 2.0)
     assert collapsed_gap(deltas, arr.sum(axis=1), [40] * 4) is None
     assert collapsed_gap([1.0, 2.0], [15, 4], [40, 10]) is None   # nothing bracketed

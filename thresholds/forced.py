@@ -402,15 +402,15 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "m = 16 (5000 m paths) misses at d = 200: quad 3.30 +- 0.05 against GD 3.15 +- 0.03 (+2.9; 9 of 20 trials "
          "escape at delta 3.25 against 31 of 40 GD runs; 160k paths: +0.003 +- 0.022 in the final hard fraction of 10 "
          "of them), gelu 5.47 +- 0.12 against 5.33 +- 0.06 (+1.1; 3 / 11 / 17 of 20 at delta 5 / 5.5 / 6); at d = "
-         "800 quad 3.62 +- 0.07 against 3.55 +- 0.02 (+0.9, 10 trials at two deltas) and gelu 6.90 +- 0.15 against "
-         "6.76 +- 0.09 (+0.8; width section 9). "
+         "800 quad 3.68 +- 0.03 against 3.55 +- 0.02 (+3.0, 20 trials at two deltas) and gelu 6.90 +- 0.12 against "
+         "6.76 +- 0.09 (+0.9; width section 9). "
          "The first candidate for the miss: at grown hard overlaps GD's hard forcing is weaker than the trials' "
          "(quad, 0.27-0.45 of it per neuron from m = 4 on; the neurons' signed mean, which spreads the hard part, "
          "0.5-0.74 for quad and 0.60 for gelu m = 16; width sections 9b, 9c): from a planted start the m = 16 trials "
          "spread 2.4x (quad) and 2.6x (gelu) GD's at d = 200 with GD's mean. "
          "Pooled over the 20 checked cells (quad and gelu, m = 1-16, d = 200 and 800): the trials' crossing lies "
-         "3.0% +- 0.6% above GD's, 18 of 20 cells above; one common offset explains every cell (Cochran's Q p = "
-         "0.81; quad m = 16 at d = 200 1.2 s.e. from it; width section 9e). Others unchecked.")
+         "3.2% +- 0.6% above GD's, 18 of 20 cells above; one common offset explains every cell (Cochran's Q p = "
+         "0.79; quad m = 16 at d = 200 and 800 1.1 and 0.3 s.e. from it; width section 9e). Others unchecked.")
 
 
 @dataclass

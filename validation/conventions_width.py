@@ -156,8 +156,11 @@ def refine(deltas: list, successes: list, trials: int) -> list:
 
         lo + (hi - lo) x 1/4, 1/2, 3/4                                                                 (2b)
 
-    [] when the fit resolves the crossing (m = 8 at d = 200 is that steep: quad 0 / 1 / 18 / 40 of 40 at delta
-    2-3.5, a collapsed fit at the gap's midpoint 3.25 +- 0.14, where validate's finer grid read 2.99 +- 0.02)."""
+    [] when the fit resolves the crossing.  m = 8 is that steep: quad at rho0 = 2, d = 400 went 0 / 0 / 31 / 40 of 40
+    at delta 2.5-4, a collapsed fit at the gap's midpoint 3.25 +- 0.14; refined, 3.39 +- 0.02.  (quad's default at
+    d = 200, 0 / 1 / 18 / 40 at delta 2-3.5, was refined too, from 3.25 +- 0.14 to 3.04 +- 0.02: its two rates
+    inside (0, 1) were called a collapse by the width-only rule before thresholds.crossing eq. (6), which now fits
+    them, 3.01 +- 0.03; validate's finer grid read 2.99 +- 0.02.)"""
     gap = collapsed_gap(deltas, successes, [trials] * len(deltas))
     if gap is None:
         return []
