@@ -122,7 +122,15 @@ def test_forced_width_prediction_cold(benchmark):
     memory-bound, and even at streaming speed an m = 8 prediction of 100 trials needs about 640 s on two cores: the
     300 s goal is out of reach of this algorithm at N = 80k paths (eq. (4b), set by the Monte Carlo noise of the
     response sums, width section 8d), whatever the code does per pass; it needs fewer paths (a lower-variance
-    estimate of the response sums) or fewer trials."""
+    estimate of the response sums) or fewer trials.
+
+    On an idle machine the passes are not memory-bound (:func:`test_source_products_whole_against_fused`, one
+    thread, r = 200 sources, N = 80k paths, m = 8, float32): each of the three products takes 8.3 ms, about 31
+    GFlop/s and 7.7 GB/s, against 4.1 ms for a plain sum over the same array (16 GB/s); the four products of one step
+    fused over chunks of 512-8192 paths, each chunk's two arrays read once and left in cache for the other two
+    products, take 33 ms, the same 8.3 ms per product.  So the products run at OpenBLAS's speed for these skinny
+    shapes, not at the memory's, and fusing the passes gains nothing; three products per step are about 15 s of
+    an m = 8 trial (600 steps), the floor of this algorithm at these N and r."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
@@ -139,3 +147,41 @@ def test_forced_width_prediction_cold(benchmark):
           f"({len(pred.points)} deltas, {sum(p.trials for p in pred.points)} trials), "
           + (f"{c.value:.3f} [{c.low:.3f}, {c.high:.3f}]" if c.found else c.note))
     assert c.found
+
+
+def test_source_products_whole_against_fused(benchmark):
+    """The three source products of one sources-DMFT step (dmft eq. (1) and (6): u = Bt both, the whitening's
+    coefficients on PsitT, the responses on epsT), whole arrays against a fused pass over chunks of paths in which
+    u comes from epsT and PsitT while they are in cache; a plain sum over one array as the memory's bound.  One
+    thread (OPENBLAS_NUM_THREADS=1 for the figures of the docstring above)."""
+    import numpy as np
+    rng = np.random.default_rng(0)
+    N, r, m = int(os.environ.get("BENCH_PATHS", "80000")), 200, 8
+    eps, psit = (rng.standard_normal((r, N)).astype(np.float32) for _ in range(2))
+    both = eps / 2 + psit / 3
+    Bt = rng.standard_normal((m, r)).astype(np.float32)
+    w = rng.standard_normal((m, N)).astype(np.float32)
+
+    def timed(f, k=10):
+        f()
+        t0 = time.perf_counter()
+        for _ in range(k):
+            f()
+        return 1e3 * (time.perf_counter() - t0) / k
+
+    def fused(chunk):
+        coef, resp = np.zeros((m, r), np.float32), np.zeros((m, r), np.float32)
+        for s in range(0, N, chunk):
+            e, p = eps[:, s : s + chunk], psit[:, s : s + chunk]
+            u = Bt @ e
+            u += Bt @ p
+            coef += u @ p.T
+            resp += u @ e.T
+
+    rows = {"u = Bt both": timed(lambda: Bt @ both), "coefficients w PsitT^T": timed(lambda: w @ psit.T),
+            "responses epsT w^T": timed(lambda: eps @ w.T), "sum over one array": timed(both.sum)}
+    rows.update({f"fused, chunks of {c} (four products)": timed(lambda c=c: fused(c)) for c in (512, 2048, 8192)})
+    benchmark.pedantic(lambda: None, rounds=1)
+    for name, ms in rows.items():
+        print(f"{name}: {ms:.2f} ms")
+    assert all(v > 0 for v in rows.values())
