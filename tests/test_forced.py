@@ -282,6 +282,27 @@ def test_predict_finds_a_known_crossing_per_d():
         predict(Problem("quad", "phase_retrieval", eta=0.05, steps=600), [200], trials=40, run=run, pilot=41)
 
 
+def test_predict_halves_the_grid_step_where_the_fit_collapses():
+    # eq. (2q): a success curve far steeper than the grid (width 0.1 against steps of 15%) leaves 0 / 40 and 40 / 40
+    # at the two grid deltas about the crossing, a collapsed fit; the design then runs 40 trials at the geometric
+    # midpoint of the gap (7.46: 16 / 40, one rate inside (0, 1), still collapsed) and again inside the new gap
+    # (7.726: 36 / 40), where two rates inside (0, 1) resolve the crossing (thresholds.crossing eq. (6))
+    from thresholds.crossing import collapsed_gap
+    from thresholds.forced import grid_delta, halving_at, predict
+    run, calls = _logistic_stub(lambda d: 7.5, width=0.1)
+    pred = predict(Problem("quad", "phase_retrieval", eta=0.05, steps=600), [200], trials=40, start=8.0, run=run)
+    (c,) = pred.crossings
+    pts = {p.delta: (p.successes, p.trials) for p in pred.points}
+    assert pts[6.957] == (0, 40) and pts[8.0] == (40, 40)
+    assert pts[grid_delta(8.0, 1.15, -0.5)] == (16, 40) and pts[grid_delta(8.0, 1.15, -0.25)] == (36, 40)
+    assert c.found and abs(c.value - 7.5) < 0.05 and (c.high - c.value) < (7.726 - 7.46) / math.sqrt(12)
+    assert collapsed_gap(list(pts), [v[0] for v in pts.values()], [v[1] for v in pts.values()]) is None
+    assert len(calls) == len(set(calls))
+    # a resolved fit asks for nothing; a collapsed one for the midpoint in grid index
+    assert halving_at([-1, 0], [[False] * 40, [True] * 40], 8.0, 1.15) == -0.5
+    assert halving_at([-1, 0], [[False] * 30 + [True] * 10, [True] * 30 + [False] * 10], 8.0, 1.15) is None
+
+
 def test_predict_reports_a_crossing_outside_the_search_range():
     from thresholds.forced import predict
     run, _ = _logistic_stub(lambda d: 50.0)

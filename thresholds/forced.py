@@ -48,6 +48,12 @@ delta of the search and the two end deltas the same K trials.  The prediction no
     refinement:       K trials (0 .. K - 1) at the two grid deltas on either side of the crossing fitted to
                       all trials so far, repeated until the crossing lies between two such deltas,          (2p)
 
+and, where the logistic fit of the counts then collapses (thresholds.crossing eq. (6): a curve so steep that
+one rate lies strictly between 0 and 1; quad, m = 8, rho0 = 2, d = 400: 19 / 40 at delta 3.4 and 40 / 40 at 3.91),
+
+    halving:          K trials at the geometric midpoint of the gap that brackets 1/2 (grid index k + 1/2),
+                      at most HALVINGS times,                                                                 (2q)
+
 and the crossing and its s.e. are those of :func:`thresholds.crossing.paired_crossing` on all trials (trial k
 observed at the deltas where it ran; the bootstrap resamples trials with their outcomes there).  The first K_p
 trials of a block are a random subset of its strata (eq. (2s)), so every rate stays an unbiased estimate of
@@ -196,6 +202,7 @@ WIDE_SOURCE_TOL = 1e-2   # eq. (4b): the source basis of trials at width m >= WI
 WIDE_FROM = 8
 XI_SEED = 1729      # the stream of the initial overlaps xi_k
 PILOT_FRACTION = 0.25   # eq. (2p): trials per delta of the search, as a fraction of the trials per refined delta
+HALVINGS = 2            # eq. (2q): at most this many deltas inside a collapsed fit's gap
 PATH_DTYPE = "float32"   # eq. (4c): storage of a trial's per-path source arrays (dmft eq. (6d))
 
 
@@ -493,6 +500,19 @@ def refine_at(deltas, sizes, c: float, trials: int) -> list[int]:
     return [i for i in pair if sizes[i] < trials]
 
 
+def halving_at(ks, outcomes, anchor: float, factor: float):
+    """Eq. (2q): the grid index (fractional) of the geometric midpoint of the gap that brackets 1/2 where the
+    logistic fit of the counts collapses (thresholds.crossing.collapsed_gap), None where it resolves.  ``ks``: the
+    grid indices run (increasing), ``outcomes`` the trials' outcomes at each."""
+    from .crossing import collapsed_gap
+    deltas = [grid_delta(anchor, factor, k) for k in ks]
+    gap = collapsed_gap(deltas, [sum(o) for o in outcomes], [len(o) for o in outcomes])
+    if gap is None:
+        return None
+    lo, hi = (ks[deltas.index(x)] for x in gap)
+    return (lo + hi) / 2
+
+
 def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
             search_min: float = 0.5, search_max: float = 64.0, paths: int = None, source_tol: float = None,
             cache: bool = True, log=None, run=None, map_trials=None, strata: int = None,
@@ -574,6 +594,11 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
                 break
             for i in todo:
                 measure(ks[i], trials)
+            ks, (c, se) = fit()
+        for _ in range(HALVINGS):   # eq. (2q): a collapsed fit gets full trials half a grid step inside its gap
+            k_mid = None if c is None else halving_at(ks, [outcome[k] for k in ks], anchor, factor)
+            if k_mid is None or measure(k_mid, trials) is None:
+                break
             ks, (c, se) = fit()
         deltas = [grid_delta(anchor, factor, k) for k in ks]
         points_all += [ForcedPoint(delta, d, sum(outcome[k]), len(outcome[k])) for delta, k in zip(deltas, ks)]
