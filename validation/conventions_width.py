@@ -217,7 +217,7 @@ def run(only=None, workers=2, dims=None, log=print, path: Path = RECORDS, widths
     """Every (setting, d) not in the records: GD first, then the forced prediction anchored at GD's crossing (the
     anchor only places the prediction's grid; its sequential design walks to its own crossing).  A setting whose GD
     diverges at some trial is recorded so, and its prediction is not run.  ``widths`` keeps the settings of those m,
-    ``labels`` those of these labels, ``dims`` (a set) those d of each setting's own;
+    ``labels`` those of these labels, ``dims`` those of each setting's own d that it lists;
     ``routes`` = ("gd",) runs GD alone (every GD row first, the dearer predictions after, in a second call)."""
     for s in settings():
         if (only and s.activation != only) or (widths and s.m not in widths) or (labels and s.label not in labels):
@@ -509,13 +509,18 @@ def plot(path, records_path: Path = RECORDS) -> None:
                                              "(validation.conventions_width)")
 
 
+def _integers(text: str) -> tuple:
+    """A comma list of integers, or the argparse error that names it."""
+    try:
+        return tuple(int(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+
+
 def _widths(text: str) -> tuple:
     """--m: a comma list of the widths that have settings."""
     have = sorted({s.m for s in settings()})
-    try:
-        widths = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+    widths = _integers(text)
     if not set(widths) <= set(have):
         raise argparse.ArgumentTypeError(f"widths with settings: {', '.join(map(str, have))}; got {text!r}")
     return widths
@@ -532,10 +537,7 @@ def _labels(text: str) -> tuple:
 
 def _dims_arg(text: str) -> tuple:
     """--d: a comma list of positive integers."""
-    try:
-        dims = tuple(int(v) for v in text.split(","))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a comma list of integers: {text!r}") from None
+    dims = _integers(text)
     if min(dims) <= 0:
         raise argparse.ArgumentTypeError(f"dimensions must be positive: {text!r}")
     return dims
