@@ -6,10 +6,9 @@ import numpy as np
 import pytest
 
 from thresholds.crossing import (
-    _logistic_fit,
     collapsed_gap,
     logistic_crossing,
-    logistic_width,
+    logistic_fit,
 )
 
 
@@ -23,7 +22,7 @@ def test_two_intermediate_rates_identify_a_curve_steeper_than_a_quarter_of_the_g
     assert w < 0.25 * (x2 - x1)
     got, se = logistic_crossing([x1, x2], [1, 15], [20, 20])
     assert got == pytest.approx(c, abs=1e-4) and 0 < se < (x2 - x1) / math.sqrt(12)
-    assert logistic_width([x1, x2], [1, 15], [20, 20]) == pytest.approx(w, rel=1e-3)
+    assert logistic_fit([x1, x2], [1, 15], [20, 20]).width == pytest.approx(w, rel=1e-3)
     assert collapsed_gap([x1, x2], [1, 15], [20, 20]) is None
     # one intermediate rate, or rates that fall with delta: the width is not identified and the fit collapses
     assert collapsed_gap([2.0, 2.5, 3.0], [0, 3, 20], [20] * 3) == (2.5, 3.0)
@@ -42,12 +41,12 @@ def test_steep_fits_with_two_intermediate_rates_cover_the_true_crossing():
     for _ in range(500):
         c, w = rng.uniform(2.6, 3.4), rng.uniform(0.03, 0.15)
         k = rng.binomial(K, 1 / (1 + np.exp(-(grid - c) / w)))
-        fit = _logistic_fit(grid, k, [K] * 5)
-        if fit is None or np.sum((k > 0) & (k < K)) < 2 or fit[3] > 0.125:
+        fit = logistic_fit(grid, k, [K] * 5)
+        if fit is None or np.sum((k > 0) & (k < K)) < 2 or fit.width > 0.125:
             continue
-        assert fit[2] is None   # resolved
-        z.append((fit[0] - c) / fit[1])
-        err_fit.append(fit[0] - c)
+        assert fit.gap is None   # resolved
+        z.append((fit.center - c) / fit.se)
+        err_fit.append(fit.center - c)
         below = np.flatnonzero(k / K < 0.5).max()
         err_mid.append((grid[below] + grid[below + 1]) / 2 - c)
     z = np.asarray(z)

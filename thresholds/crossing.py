@@ -54,6 +54,7 @@ t_7 (chi^2 p = 0.04), a remainder not resolved.  Synthetic replicas (tests/test_
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from scipy import optimize, stats
@@ -158,14 +159,8 @@ def logistic_crossing(deltas, successes, trials):
     the rates do not bracket 1/2): the crossing of GD trials (validation.threshold) and of forced DMFT
     trials (thresholds.forced) alike.  Where the fit collapses (:func:`collapsed_gap`), the midpoint of the gap
     that brackets 1/2, with the standard deviation of a uniform law on it (eq. (6))."""
-    fit = _logistic_fit(deltas, successes, trials)
-    if fit is None:
-        return None, None
-    c, se, gap, _ = fit
-    if gap is None:
-        return c, se
-    lo, hi = gap
-    return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
+    fit = logistic_fit(deltas, successes, trials)
+    return (None, None) if fit is None else fit.crossing
 
 
 def collapsed_gap(deltas, successes, trials):
@@ -174,20 +169,31 @@ def collapsed_gap(deltas, successes, trials):
     with delta): the likelihood's curvature then measures the width's collapse, not the position, and the crossing
     is only known to lie between the last delta with rate < 1/2 and the next one with rate > 1/2.  None when the
     fit resolves the crossing or the rates do not bracket 1/2.  A finer grid inside the gap resolves it."""
-    fit = _logistic_fit(deltas, successes, trials)
-    return None if fit is None else fit[2]
+    fit = logistic_fit(deltas, successes, trials)
+    return None if fit is None else fit.gap
 
 
-def logistic_width(deltas, successes, trials):
-    """The maximum-likelihood width w of the logistic of :func:`logistic_crossing` (the fit its crossing comes from,
-    collapsed or not); None when the rates do not bracket 1/2."""
-    fit = _logistic_fit(deltas, successes, trials)
-    return None if fit is None else fit[3]
+@dataclass(frozen=True)
+class LogisticFit:
+    """The maximum-likelihood logistic of a success curve: its center and width w, the s.e. of the center from the
+    observed information (None where the fit collapses), and the gap that brackets 1/2 where it does (eq. (6))."""
+
+    center: float
+    se: float | None
+    gap: tuple | None
+    width: float
+
+    @property
+    def crossing(self) -> tuple:
+        """(crossing, s.e.) of :func:`logistic_crossing`: the center, or eq. (6)'s midpoint of the gap."""
+        if self.gap is None:
+            return self.center, self.se
+        lo, hi = self.gap
+        return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
 
 
-def _logistic_fit(deltas, successes, trials):
-    """(c, s.e., None, w) of the maximum-likelihood logistic, or (c, None, (lo, hi), w) where it collapses; None when
-    the rates do not bracket 1/2."""
+def logistic_fit(deltas, successes, trials) -> LogisticFit | None:
+    """The fit behind :func:`logistic_crossing` and :func:`collapsed_gap`; None when the rates do not bracket 1/2."""
     deltas = np.asarray(deltas, float)
     k = np.asarray(successes, float)
     n = np.asarray(trials, float)
@@ -213,8 +219,8 @@ def _logistic_fit(deltas, successes, trials):
     # of the least spacing (below that the likelihood rises as the width goes to 0)
     identified = int(np.sum((k > 0) & (k < n))) >= 2 or np.exp(log_s) > 0.25 * gaps.min()
     if second > 0 and math.isfinite(second) and identified:
-        return float(c), float(1 / math.sqrt(second)), None, float(np.exp(log_s))
-    return float(c), None, bracketing_gap(deltas, k, n), float(np.exp(log_s))
+        return LogisticFit(float(c), float(1 / math.sqrt(second)), None, float(np.exp(log_s)))
+    return LogisticFit(float(c), None, bracketing_gap(deltas, k, n), float(np.exp(log_s)))
 
 
 def bracketing_gap(deltas, successes, trials) -> tuple:

@@ -33,7 +33,7 @@ from the crossings of finite_d_width.md, with quad's d* over gelu's per route (e
 GD's grid is widened at its ends (eq. (2), :func:`widen`) and refined inside the gap that brackets 1/2 where the
 logistic fit collapses (eq. (2b), :func:`refine`).
 
-    python -m validation.conventions_width [--only gelu] [--m 8] [--route gd] [--workers 2]   # what is missing, then the report
+    python -m validation.conventions_width [--only gelu] [--m 8] [--setting "rho0 = 2"] [--d 400] [--route gd] [--workers 2]   # what is missing, then the report
     python -m validation.conventions_width --report-only --plot validation/reports/conventions/settings_width.png
 
 Records: one JSON line per (activation, m, setting, d, route) in conventions/settings_width.jsonl (appended as each

@@ -30,12 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from thresholds.crossing import (
-    bracketing_gap,
-    collapsed_gap,
-    logistic_crossing,
-    logistic_width,
-)
+from thresholds.crossing import bracketing_gap, logistic_fit
 from validation import records
 
 REPORTS = Path(__file__).resolve().parent / "reports"
@@ -53,6 +48,11 @@ class Curve:
     deltas: tuple
     successes: tuple
     trials: tuple
+
+    @property
+    def spacing(self) -> float:
+        """The least step of the grid (the width-only rule's scale)."""
+        return min(b - a for a, b in zip(self.deltas, self.deltas[1:]))
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,7 @@ class Finding:
     def was_collapsed(self) -> bool:
         """Resolved now, but collapsed by the width-only rule used before thresholds.crossing eq. (6) (a fitted width
         below a quarter of the least spacing, whatever the rates): its crossing was the gap's midpoint."""
-        spacing = min(b - a for a, b in zip(self.curve.deltas, self.curve.deltas[1:]))
-        return self.crossing is not None and self.gap is None and self.width <= 0.25 * spacing
+        return self.crossing is not None and self.gap is None and self.width <= 0.25 * self.curve.spacing
 
     @property
     def before(self) -> tuple:
@@ -134,9 +133,10 @@ def _curve(path, root, kind, label, d, pts) -> Curve:
 
 
 def audit(curve: Curve) -> Finding:
-    c, se = logistic_crossing(curve.deltas, curve.successes, curve.trials)
-    return Finding(curve, c, se, collapsed_gap(curve.deltas, curve.successes, curve.trials),
-                   logistic_width(curve.deltas, curve.successes, curve.trials))
+    fit = logistic_fit(curve.deltas, curve.successes, curve.trials)
+    if fit is None:
+        return Finding(curve, None, None, None, None)
+    return Finding(curve, *fit.crossing, fit.gap, fit.width)
 
 
 def curves(root: Path = REPORTS) -> list[Curve]:
@@ -161,9 +161,8 @@ def table(findings: list[Finding]) -> list[str]:
         lo, hi = f.gap
         near = [f"{x:g}: {k}/{n}" for x, k, n in zip(c.deltas, c.successes, c.trials)
                 if lo - 1e-9 <= x <= hi + 1e-9]
-        spacing = min(b - a for a, b in zip(c.deltas, c.deltas[1:]))
         lines.append(f"| {c.source} | {c.label} | {c.d} | {f.crossing:.3f} +- {f.se:.3f} | [{lo:g}, {hi:g}] | "
-                     + ", ".join(near) + f" | {f.intermediate} | {f.width / spacing:.3f} |")
+                     + ", ".join(near) + f" | {f.intermediate} | {f.width / c.spacing:.3f} |")
     return lines
 
 
