@@ -673,3 +673,65 @@ def test_refine_at_and_the_replay_of_records():
     assert replay(deltas, out, 40, 40) == (*paired_crossing(deltas, out), 200)
     c, se, used = replay(deltas, out, 40, 10)
     assert used == 3 * 10 + 2 * 40 and abs(c - 3.0) < 3 * se
+
+
+def test_trial_ends_once_its_hard_fraction_passes_half():
+    # eq. (2e) / dmft eq. (7e): the run ends at the first step above 1/2 and is the full run's up to there; a
+    # trial that stays below runs to the horizon; the outcome is the full run's
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=200)
+    ended = 0
+    for delta, k in ((8.0, 0), (8.0, 1), (8.0, 3), (6.0, 0)):
+        full = run_trial(problem, delta, 200, k, cache=False, every=1)
+        short = run_trial(problem, delta, 200, k, cache=False, every=1, stop=True)
+        assert short.success == full.success
+        above = [t for t, h in enumerate(full.hard_fraction) if h > 0.5]
+        assert short.ended == (above[0] if above else None)
+        assert len(short.hard_fraction) == (above[0] + 1 if above else 201)
+        assert np.allclose(short.hard_fraction, full.hard_fraction[: len(short.hard_fraction)], rtol=1e-13, atol=0)
+        ended += short.ended is not None
+        assert ("ended" in short.to_json()) == (short.ended is not None)
+    assert ended == 3   # three of the four pass 1/2 before step 200
+    setup = trial_setup(problem, 8.0, 200, 0)
+    for bad in ({"kernels": True}, {"kernels": False, "setup": DMFTSetup("quad", "phase_retrieval", 3.0, 0.05, 5)}):
+        with pytest.raises(ThresholdsError, match="eq. \\(7e\\)"):
+            solve_dmft(bad.get("setup", setup), kernels=bad["kernels"], stop_above=0.5)
+
+
+def test_ended_trials_in_the_cache(monkeypatch, tmp_path):
+    # an ended run (eq. (2e)) is stored under its own key: a whole-run request does not take it, and an ended
+    # request takes a whole run's entry
+    monkeypatch.setenv("THRESHOLDS_CACHE", str(tmp_path))
+    problem = Problem("quad", "phase_retrieval", eta=0.05, steps=200)
+    short = run_trial(problem, 8.0, 200, 1, every=1, stop=True)
+    assert short.ended is not None and len(list(tmp_path.glob("forced-*.json"))) == 1
+    assert run_trial(problem, 8.0, 200, 1, every=1, stop=True).hard_fraction == short.hard_fraction
+    full = run_trial(problem, 8.0, 200, 1, every=1)
+    assert full.ended is None and len(full.hard_fraction) == 201 and len(list(tmp_path.glob("forced-*.json"))) == 2
+    for entry in tmp_path.glob("forced-*.json"):
+        entry.unlink()
+    run_trial(problem, 8.0, 200, 1, every=1)
+    again = run_trial(problem, 8.0, 200, 1, every=1, stop=True)   # read from the whole run's entry
+    assert again.ended is None and again.success and len(list(tmp_path.glob("forced-*.json"))) == 1
+    # an ended entry whose hard fraction does not end above 1/2 is a miss
+    setup = trial_setup(problem, 8.0, 200, 2)
+    cache.store("forced", {**setup.cache_key(), "stop_above": 0.5}, {name: np.full(30, 0.1) for name in CURVES})
+    assert run_trial(problem, 8.0, 200, 2, every=1, stop=True).final > 0.5
+
+
+def test_committed_trials_stay_above_half_once_there():
+    # the premise of eq. (2e): in every committed record of a whole run, a trial whose hard fraction passed 1/2
+    # at a kept step ends above it
+    import glob
+    import json
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[1] / "validation" / "reports"
+    passed = 0
+    for path in sorted(glob.glob(str(root / "**" / "*.jsonl"), recursive=True)):
+        for line in Path(path).read_text().splitlines():
+            rec = json.loads(line) if line.strip() else None
+            if not (isinstance(rec, dict) and isinstance(rec.get("hard_fraction"), list) and "success" in rec):
+                continue
+            if rec.get("ended") is None and max(rec["hard_fraction"]) > 0.5:
+                passed += 1
+                assert rec["success"] and rec["hard_fraction"][-1] > 0.5, (path, rec["delta"], rec["trial"])
+    assert passed >= 3800

@@ -211,6 +211,15 @@ samples' fluctuation on the sources twice: the sources are the directions of the
 themselves, and their aggregate fluctuation is already the memory term psit / delta of eq. (1) (measured: the hard
 part collapses, validation/reports/planted/width section 9d).
 
+Ending at a hard fraction (``stop_above`` of :func:`solve_dmft`, a planted run of one replica without the two-time
+kernels).  The run ends at the first step t_e with
+
+    hard_fraction(t_e) > stop_above,                                                                    (7e)
+
+and its per-step arrays hold steps 0 .. t_e.  Up to t_e the run is the full run's: the same draws (nothing after t_e
+is drawn before it), its curves equal to rounding (1e-16).  thresholds.forced eq. (2e) uses it where
+only the outcome at the horizon matters.
+
 ``population_risk`` False skips the test loss of runs with signal rows (a quarter of a planted run's time at
 20k paths; NaN in its place); its generator is still drawn, so every other output is unchanged.
 
@@ -713,10 +722,10 @@ def _cholesky_row(t, L, c_row):
 
 
 def _run_replica(setup: DMFTSetup, act: Activation, link: Link, n: int, rng, Ey, Ey2, progress=None, split=None,
-                 kernels=True):
+                 kernels=True, stop_above=None):
     """One replica of the setup's back-end (a :class:`ReplicaRun`)."""
     if setup.response == "sources":
-        return _run_sources(setup, act, link, n, rng, progress, split, Ey2, kernels)
+        return _run_sources(setup, act, link, n, rng, progress, split, Ey2, kernels, stop_above)
     T = setup.steps
     A = np.zeros(T + 1)
     C = np.zeros((T + 1, T + 1))
@@ -1015,12 +1024,14 @@ def _sources_covariances(A, Bt, Lpsi, rho0, delta):
     return np.ascontiguousarray(np.transpose(C, (0, 2, 1, 3))), Cpsi
 
 
-def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=True):
+def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=True, stop_above=None):
     """The ``sources`` method of the module docstring, for m >= 1 neurons: sources and
     whitened psi columns are indexed by (step, neuron) pairs J = s m + k.  With easy
     directions (``split.easy`` non-empty) the signal overlaps Msig(t) (r_E x m) enter the
     sample side and follow their own recursion (module docstring, "Easy directions").
-    Without ``kernels`` the two-time C and Cpsi are not formed (None), only C(t, t)."""
+    Without ``kernels`` the two-time C and Cpsi are not formed (None), only C(t, t).
+    ``stop_above`` (planted runs without kernels, eq. (7e)): the run ends at the first step whose hard fraction
+    exceeds it, and every per-step array ends there."""
     T, eta, delta, rho0, M = setup.steps, setup.eta, setup.delta, setup.rho0, setup.m
     kernel = make_psi_kernel_m(act)
     a_j, b_j = per_neuron(setup.a, M), per_neuron(setup.b, M)  # per-neuron second layer
@@ -1080,8 +1091,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         if rE:
             u += gE * Msig[t, 0] if rE == 1 else gE @ Msig[t]   # (n, 1) @ (1, m) by broadcasting: faster
         # ||theta||^2: tr C(t, t) of eq. (5) plus the signal overlaps (C itself is formed after the loop)
-        _check_finite(t, (rho0**2 * np.vdot(A[t], A[t]) + np.vdot(Bt_t, Bt_t) / delta
-                          + np.vdot(Msig[t], Msig[t])) / M, u, eta)
+        norm2 = (rho0**2 * np.vdot(A[t], A[t]) + np.vdot(Bt_t, Bt_t) / delta + np.vdot(Msig[t], Msig[t])) / M
+        _check_finite(t, norm2, u, eta)
         kernel(u, y, a_j, b_j, psi, loss)
         train[t] = float(omega @ loss)
         if rE and setup.population_risk:
@@ -1091,7 +1102,8 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
             progress(t)
         if t in snaps:
             snaps[t] = u.copy()
-        if t == T:
+        ended = stop_above is not None and np.sum(Msig[t, hard_rows] ** 2) / M > stop_above * norm2   # eq. (7e)
+        if t == T or ended:
             w = rho0 * nu @ A[t].T + (Bt_t.astype(dt, copy=False) @ epsT[:r]).T / sq   # the Gaussian part, kept with the law
             break
         wpsi = omega[:, None] * psi
@@ -1106,6 +1118,10 @@ def _run_sources(setup, act, link, n, rng, progress, split, Ey2=0.0, kernels=Tru
         r = r_new
         if setup.sphere:
             _rescale_to_sphere(t, r, A, Bt, Msig, rho0, delta)
+    if t < T:   # eq. (7e): the run ended at step t
+        A, Bt, Msig, train = A[: t + 1], Bt[: t + 1], Msig[: t + 1], train[: t + 1]
+        test = None if test is None else test[: t + 1]
+        snaps = {s: v for s, v in snaps.items() if s <= t}
     C, Cpsi, Ctt = None, None, None
     if kernels:
         C, Cpsi = _sources_covariances(A, Bt[:, :, :r], Lpsi[:, :r], rho0, delta)
@@ -1253,14 +1269,20 @@ RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O
              "linear": "closed form for affine activations (no sampling)"}
 
 
-def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels: bool = True) -> DMFTResult:
+def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels: bool = True,
+               stop_above: float = None) -> DMFTResult:
     """Run the DMFT for ``setup``; ``progress(done, total)`` is called once per step.
     With ``cache``, a result for the identical setup is read from / written to disk.  ``kernels`` False (the
     ``sources`` back-end only): the result's two-time C and Cpsi are None, the per-step curves unchanged
     (a forced trial keeps only those: at m = 4 and 600 steps C and Cpsi are 46 MB each, and forming them 2-4%
-    of the run's time); such a result is never cached."""
+    of the run's time); such a result is never cached.  ``stop_above`` (eq. (7e); a planted run of one replica
+    without kernels): the run ends at the first step whose hard fraction exceeds it, and the result's per-step
+    arrays end there (``t`` says where)."""
     if not kernels and setup.response != "sources":
         raise ThresholdsError("only the 'sources' back-end can skip the two-time kernels")
+    if stop_above is not None and (kernels or not setup.planted or setup.replicas != 1):
+        raise ThresholdsError("a run that ends at a hard fraction (eq. (7e)) needs a planted start, one replica "
+                              "and no two-time kernels")
     setup.validate(kernels=kernels)
     if cache and kernels:
         from . import cache as _cache
@@ -1282,7 +1304,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
     for r in range(replicas):
         cb = (lambda t, r=r: progress(r * (setup.steps + 1) + t + 1, total)) if progress else None
         outs.append(_run_replica(setup, act, link, n, np.random.default_rng([setup.seed, r]), Ey, Ey2, cb, split,
-                                 kernels))
+                                 kernels, stop_above))
     rows = _per_replica_outputs(setup, act, outs, Ey, Ey2, split.easy.shape[0])
     (n2, n2e), (o2, o2e), (tr, tre), (te, tee), (sg, sge), (eo, eoe) = map(mean_se_rows, rows)
     hard = {}
@@ -1297,7 +1319,7 @@ def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels:
     chi = first.B / setup.eta if first.B is not None else None
     train = np.array([o.train for o in outs])
     orbit = orbiting_replicas(train)   # eq. (10)
-    return DMFTResult(setup, np.arange(setup.steps + 1), n2, n2e, o2, o2e, tr, tre, te, tee,
+    return DMFTResult(setup, np.arange(train.shape[1]), n2, n2e, o2, o2e, tr, tre, te, tee,
                       first.C, first.R, first.Cpsi, chi, *first.law, final_weights=first.omega,
                       replica_laws=[(o.law[0], o.law[1], o.law[2], o.omega) for o in outs],
                       snapshots={t: [o.snapshots[t] for o in outs] for t in (first.snapshots or {})},

@@ -28,6 +28,17 @@ across the grid; neuron 1 has the same xi at every m), with its binomial standar
 delta_1/2(d) is the logistic fit of thresholds.crossing, as for GD.  Nothing is fitted to GD: the inputs are
 the setup and d.
 
+A trial's run ends at the first step whose hard fraction exceeds 1/2 (dmft eq. (7e)), and such a trial counts as a
+success:
+
+    success = [hard fraction > 1/2 at some step t <= T],                                                 (2e)
+
+which is eq. (2)'s event wherever a trial's hard fraction, once above 1/2, stays there.  Over the 8187 trials of
+the committed records (m = 1-16, validation/reports, every 25th step kept, run to the horizon), 3832 pass 1/2 at a
+kept step and none ends below it; ending them there would skip 29% of the records' steps (10-21% at m = 8, where the hard fraction
+grows slowly and crosses late).  :func:`predict` runs its trials so; ``run_trial`` does when asked (``stop``), and
+validation.forced_trials keeps whole runs.
+
 Stratified initial overlaps.  Trial k has the same xi at every (delta, d) (common random numbers), so the K
 trials of every point share one sample of K initial overlaps, and the outcome depends strongly on |xi|: a sample
 whose |xi| run large moves every rate of the grid, and the crossing, the same way.  By default (``strata`` = K)
@@ -203,6 +214,7 @@ WIDE_FROM = 8
 XI_SEED = 1729      # the stream of the initial overlaps xi_k
 PILOT_FRACTION = 0.25   # eq. (2p): trials per delta of the search, as a fraction of the trials per refined delta
 HALVINGS = 2            # eq. (2q): at most this many deltas inside a collapsed fit's gap
+SUCCESS_FRACTION = 0.5  # eq. (2): a trial succeeds when its hard fraction at the horizon exceeds this
 PATH_DTYPE = "float32"   # eq. (4c): storage of a trial's per-path source arrays (dmft eq. (6d))
 
 
@@ -238,21 +250,24 @@ class ForcedTrial:
     gram: bool = False  # the bulk started from the finite-d Gram of the neurons (eq. (3))
     strata: int = 0     # initial overlaps stratified in blocks of this many trials (eq. (2s)); 0: iid
     path_dtype: str = "float64"   # storage of the run's per-path arrays (eq. (4c))
+    ended: int = None   # the step at which eq. (2e) ended the run (its hard fraction above 1/2); None: the horizon
 
     @property
     def final(self) -> float:
+        """The hard fraction at the horizon, or where eq. (2e) ended the run."""
         return float(self.hard_fraction[-1])
 
     @property
     def success(self) -> bool:
-        return self.final > 0.5
+        return self.final > SUCCESS_FRACTION
 
     def to_json(self) -> dict:
         return {"delta": self.delta, "d": self.d, "trial": self.trial, "steps": self.steps, "xi": self.xi,
                 "hard_fraction": self.hard_fraction, "every": self.every, "paths": self.paths,
                 "source_tol": self.source_tol, "success": self.success, **({"gram": True} if self.gram else {}),
                 **({"strata": self.strata} if self.strata else {}),
-                **({"path_dtype": self.path_dtype} if self.path_dtype != "float64" else {})}
+                **({"path_dtype": self.path_dtype} if self.path_dtype != "float64" else {}),
+                **({"ended": self.ended} if self.ended is not None else {})}
 
 
 def refusal(problem: Problem) -> str:
@@ -321,40 +336,61 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
 CURVES = ("hard_fraction", "hard_overlap", "norm2", "train_loss")   # what a trial keeps of its run, per step
 
 
-def trial_curves(setup: DMFTSetup, cache: bool = True) -> dict:
-    """The per-step CURVES of the forced run ``setup`` (arrays of steps + 1 floats).  With ``cache`` they are
-    read from / written to the disk cache (kind "forced", a few kB), never the run's DMFTResult: its C and Cpsi
-    hold (T + 1)^2 m^2 numbers each, 135 MB of JSON per trial at m = 4 and T = 600.  An entry that is not such
-    a dict of finite arrays of the right length is a miss."""
+def _valid_curves(hit, steps: int, stop_above: float = None) -> bool:
+    """Whether a cache entry is a dict of the CURVES, finite arrays of steps + 1 floats, or with ``stop_above``
+    of equal lengths up to steps + 1 whose hard fraction ends above it (a run ended by eq. (2e))."""
+    if not (isinstance(hit, dict) and set(hit) == set(CURVES)
+            and all(isinstance(v, np.ndarray) and v.ndim == 1 and np.all(np.isfinite(v)) for v in hit.values())):
+        return False
+    lengths = {v.shape[0] for v in hit.values()}
+    if lengths == {steps + 1}:
+        return True
+    return (stop_above is not None and len(lengths) == 1 and 0 < lengths.pop() <= steps
+            and hit["hard_fraction"][-1] > stop_above)
+
+
+def trial_curves(setup: DMFTSetup, cache: bool = True, stop_above: float = None) -> dict:
+    """The per-step CURVES of the forced run ``setup`` (arrays of steps + 1 floats; with ``stop_above``, eq. (2e),
+    they end at the first step whose hard fraction exceeds it).  With ``cache`` they are read from / written to
+    the disk cache (kind "forced", a few kB), never the run's DMFTResult: its C and Cpsi hold (T + 1)^2 m^2
+    numbers each, 135 MB of JSON per trial at m = 4 and T = 600.  A run ended by eq. (2e) is stored under the
+    setup's key plus ``stop_above``; a full run, under the setup's key, answers both.  An entry that is not a dict
+    of finite arrays of the right length is a miss."""
     from . import cache as _cache
     key = setup.cache_key()
+    ended_key = None if stop_above is None else {**key, "stop_above": float(stop_above)}
     if cache:
         hit = _cache.load("forced", key)
-        if (isinstance(hit, dict) and set(hit) == set(CURVES)
-                and all(isinstance(v, np.ndarray) and v.shape == (setup.steps + 1,) and np.all(np.isfinite(v))
-                        for v in hit.values())):
+        if _valid_curves(hit, setup.steps):
             return hit
-    res = solve_dmft(setup, cache=False, kernels=False)   # the curves only, not C and Cpsi
+        if ended_key is not None:
+            hit = _cache.load("forced", ended_key)
+            if _valid_curves(hit, setup.steps, stop_above):
+                return hit
+    res = solve_dmft(setup, cache=False, kernels=False, stop_above=stop_above)   # the curves only, not C and Cpsi
     curves = {name: np.asarray(getattr(res, name), float) for name in CURVES}
     if cache:
-        _cache.store("forced", key, curves)
+        full = curves["hard_fraction"].shape[0] == setup.steps + 1
+        _cache.store("forced", key if full else ended_key, curves)
     return curves
 
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
               source_tol: float = None, every: int = 25, cache: bool = True, gram: bool = False,
-              strata: int = 0, path_dtype: str = None) -> ForcedTrial:
+              strata: int = 0, path_dtype: str = None, stop: bool = False) -> ForcedTrial:
     """Eq. (1) for one trial; its per-step curves are cached on disk unless ``cache`` is False
-    (:func:`trial_curves`).  ``source_tol`` None: eq. (4b); ``path_dtype`` None: eq. (4c)."""
+    (:func:`trial_curves`).  ``source_tol`` None: eq. (4b); ``path_dtype`` None: eq. (4c).  ``stop``: the run
+    ends once its hard fraction exceeds 1/2 (eq. (2e)); the trial's curve then ends there (``ended``)."""
     setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata,
                         path_dtype=path_dtype)
-    frac = trial_curves(setup, cache)["hard_fraction"]
-    keep = list(range(0, setup.steps + 1, every))
-    if keep[-1] != setup.steps:
-        keep.append(setup.steps)
+    frac = trial_curves(setup, cache, SUCCESS_FRACTION if stop else None)["hard_fraction"]
+    last = frac.shape[0] - 1
+    keep = list(range(0, last + 1, every))
+    if keep[-1] != last:
+        keep.append(last)
     return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m, strata),
                        [float(frac[t]) for t in keep], int(every), int(setup.paths), float(setup.source_tol), bool(gram),
-                       int(strata), setup.path_dtype)
+                       int(strata), setup.path_dtype, ended=last if last < setup.steps else None)
 
 
 @dataclass
@@ -479,7 +515,8 @@ def trial_success(problem: Problem, source_tol: float, cache: bool, strata: int,
     """Whether trial ``job`` = (delta, d, k, paths) escapes (a module-level function, so that a process pool or
     a Dask cluster can run it)."""
     delta, d, k, n_paths = job
-    return run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, cache=cache, strata=strata).success
+    return run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, cache=cache, strata=strata,
+                     stop=True).success   # eq. (2e)
 
 
 def pilot_for(trials: int, pilot: int = None) -> int:
