@@ -1270,7 +1270,7 @@ RESPONSES = {"sources": "Gaussian integration by parts on independent sources (O
 
 
 def solve_dmft(setup: DMFTSetup, *, progress=None, cache: bool = False, kernels: bool = True,
-               stop_above: float = None) -> DMFTResult:
+               stop_above: float | None = None) -> DMFTResult:
     """Run the DMFT for ``setup``; ``progress(done, total)`` is called once per step.
     With ``cache``, a result for the identical setup is read from / written to disk.  ``kernels`` False (the
     ``sources`` back-end only): the result's two-time C and Cpsi are None, the per-step curves unchanged

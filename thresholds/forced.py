@@ -336,7 +336,7 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
 CURVES = ("hard_fraction", "hard_overlap", "norm2", "train_loss")   # what a trial keeps of its run, per step
 
 
-def _valid_curves(hit, steps: int, stop_above: float = None) -> bool:
+def _valid_curves(hit, steps: int, stop_above: float | None = None) -> bool:
     """Whether a cache entry is a dict of the CURVES, finite arrays of steps + 1 floats, or with ``stop_above``
     of equal lengths up to steps + 1 whose hard fraction ends above it (a run ended by eq. (2e))."""
     if not (isinstance(hit, dict) and set(hit) == set(CURVES)
@@ -349,7 +349,7 @@ def _valid_curves(hit, steps: int, stop_above: float = None) -> bool:
             and hit["hard_fraction"][-1] > stop_above)
 
 
-def trial_curves(setup: DMFTSetup, cache: bool = True, stop_above: float = None) -> dict:
+def trial_curves(setup: DMFTSetup, cache: bool = True, stop_above: float | None = None) -> dict:
     """The per-step CURVES of the forced run ``setup`` (arrays of steps + 1 floats; with ``stop_above``, eq. (2e),
     they end at the first step whose hard fraction exceeds it).  With ``cache`` they are read from / written to
     the disk cache (kind "forced", a few kB), never the run's DMFTResult: its C and Cpsi hold (T + 1)^2 m^2
