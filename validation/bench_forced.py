@@ -130,7 +130,18 @@ def test_forced_width_prediction_cold(benchmark):
     fused over chunks of 512-8192 paths, each chunk's two arrays read once and left in cache for the other two
     products, take 33 ms, the same 8.3 ms per product.  So the products run at OpenBLAS's speed for these skinny
     shapes, not at the memory's, and fusing the passes gains nothing; three products per step are about 15 s of
-    an m = 8 trial (600 steps), the floor of this algorithm at these N and r."""
+    an m = 8 trial (600 steps), the floor of this algorithm at these N and r.
+
+    Since a prediction's trial ends once its hard fraction passes 1/2 (thresholds.forced eq. (2e)): m = 8 in 1109 s
+    (BENCH_M=8, the machine otherwise idle; the same 100 trials and outcomes, 3.125 [3.084, 3.167], the interval
+    of thresholds.crossing eq. (6)), 3.7x the goal.  On the same machine, one trial alone on a core (delta 3.5,
+    trials 0 and 1 of 40 strata, run side by side): 17.3 s ended at step 370 against 25.0 s to the horizon, 11.0 s
+    ended at step 221 against 24.8 s.  62 of the 100 trials escape, most of them in the refinement at 3.5.
+    Dropping the two end deltas of the search (20 of the 100 trials) was replayed on the committed fixed-design
+    records (23 (file, d) pairs whose pilot brackets 1/2 next to the fixed design's crossing, the refinement on
+    the bracket alone against the bracket and one delta beyond each side): 79% of the trials, but 3 of the 23 end
+    with no crossing (their full rates at the bracket no longer straddle 1/2), against 1 with the ends; the ends
+    stay."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)
