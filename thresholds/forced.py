@@ -34,10 +34,10 @@ success:
     success = [hard fraction > 1/2 at some step t <= T],                                                 (2e)
 
 which is eq. (2)'s event wherever a trial's hard fraction, once above 1/2, stays there.  Over the 8187 trials of
-the committed records (m = 1-16, validation/reports, every 25th step kept, run to the horizon), 3832 pass 1/2 at a
-kept step and none ends below it; ending them there would skip 29% of the records' steps (10-21% at m = 8, where the hard fraction
-grows slowly and crosses late).  :func:`predict` runs its trials so; ``run_trial`` does when asked (``stop``), and
-validation.forced_trials keeps whole runs.
+the committed records (m = 1-16, validation/reports, every 25th step kept, run to the horizon), 3832 pass 1/2 at
+a kept step and none ends below it (tests/test_forced.py checks every record); ending them there would skip 29% of
+the records' steps (10-21% at m = 8, where the hard fraction grows slowly and crosses late).  :func:`predict`
+runs its trials so; ``run_trial`` does when asked (``stop``), and validation.forced_trials keeps whole runs.
 
 Stratified initial overlaps.  Trial k has the same xi at every (delta, d) (common random numbers), so the K
 trials of every point share one sample of K initial overlaps, and the outcome depends strongly on |xi|: a sample
