@@ -564,7 +564,8 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
     search_max] gets a crossing that is not found, with a note.  ``run(delta, d, k, paths) -> bool`` replaces
     :func:`trial_success` (tests).  ``map_trials(fn, jobs) -> list`` runs the trials of one delta (in order of
     ``jobs``); default: one after the other here (validation.sweep.task_map spreads them over processes).
-    The trials are independent and cached one by one, so the result does not depend on where they run.
+    The trials are independent and cached one by one, so the result does not depend on where they run; each
+    ends once its hard fraction passes 1/2 (eq. (2e)).
     ``strata``: the initial overlaps of eq. (2s), by default stratified over the ``trials`` of a delta; 0: iid.
     ``source_tol`` None: eq. (4b)."""
     import time
