@@ -299,8 +299,12 @@ def test_predict_halves_the_grid_step_where_the_fit_collapses():
     assert collapsed_gap(list(pts), [v[0] for v in pts.values()], [v[1] for v in pts.values()]) is None
     assert len(calls) == len(set(calls))
     # a resolved fit asks for nothing; a collapsed one for the midpoint in grid index
-    assert halving_at([-1, 0], [[False] * 40, [True] * 40], 8.0, 1.15) == -0.5
-    assert halving_at([-1, 0], [[False] * 30 + [True] * 10, [True] * 30 + [False] * 10], 8.0, 1.15) is None
+    assert halving_at([-1, 0], [[False] * 40, [True] * 40], 8.0, 1.15) == [-0.5]
+    assert halving_at([-1, 0], [[False] * 30 + [True] * 10, [True] * 30 + [False] * 10], 8.0, 1.15) == []
+    # a rate of exactly 1/2 inside the gap (quad, m = 8, rho0 = 0.5, d = 400: 0/10, 20/40, 40/40, 10/10): the gap
+    # spans two grid steps, and both get their midpoint
+    half = [[False] * 10, [False] * 20 + [True] * 20, [True] * 40, [True] * 10]
+    assert halving_at([-1, 0, 1, 2], half, 3.2, 1.15) == [-0.5, 0.5]
 
 
 def test_predict_reports_a_crossing_outside_the_search_range():

@@ -65,6 +65,9 @@ one rate lies strictly between 0 and 1; quad, m = 8, rho0 = 2, d = 400: 19 / 40 
     halving:          K trials at the geometric midpoint of the gap that brackets 1/2 (grid index k + 1/2),
                       at most HALVINGS times,                                                                 (2q)
 
+(where a delta inside the gap has a rate of exactly 1/2, so that the gap spans two grid steps, at the midpoints of
+both: quad, m = 8, rho0 = 0.5, d = 400, 0 / 10, 20 / 40, 40 / 40 at 2.783 / 3.2 / 3.68, read 3.23 +- 0.26 before),
+
 and the crossing and its s.e. are those of :func:`thresholds.crossing.paired_crossing` on all trials (trial k
 observed at the deltas where it ran; the bootstrap resamples trials with their outcomes there).  The first K_p
 trials of a block are a random subset of its strata (eq. (2s)), so every rate stays an unbiased estimate of
@@ -537,17 +540,19 @@ def refine_at(deltas, sizes, c: float, trials: int) -> list[int]:
     return [i for i in pair if sizes[i] < trials]
 
 
-def halving_at(ks, outcomes, anchor: float, factor: float):
-    """Eq. (2q): the grid index (fractional) of the geometric midpoint of the gap that brackets 1/2 where the
-    logistic fit of the counts collapses (thresholds.crossing.collapsed_gap), None where it resolves.  ``ks``: the
-    grid indices run (increasing), ``outcomes`` the trials' outcomes at each."""
+def halving_at(ks, outcomes, anchor: float, factor: float) -> list:
+    """Eq. (2q): the grid indices (fractional) of the geometric midpoints of the grid intervals inside the gap that
+    brackets 1/2 where the logistic fit of the counts collapses (thresholds.crossing.collapsed_gap); [] where it
+    resolves.  One interval as a rule; two where a delta inside the gap has a rate of exactly 1/2 (quad, m = 8,
+    rho0 = 0.5, d = 400: 0/10, 20/40, 40/40 at 2.783 / 3.2 / 3.68), whose midpoint has its trials already.
+    ``ks``: the grid indices run (increasing), ``outcomes`` the trials' outcomes at each."""
     from .crossing import collapsed_gap
     deltas = [grid_delta(anchor, factor, k) for k in ks]
     gap = collapsed_gap(deltas, [sum(o) for o in outcomes], [len(o) for o in outcomes])
     if gap is None:
-        return None
-    lo, hi = (ks[deltas.index(x)] for x in gap)
-    return (lo + hi) / 2
+        return []
+    lo, hi = (deltas.index(x) for x in gap)   # positions in ks
+    return [(ks[i] + ks[i + 1]) / 2 for i in range(lo, hi)]
 
 
 def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, factor: float = 1.15,
@@ -634,8 +639,8 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
                 measure(ks[i], trials)
             ks, (c, se) = fit()
         for _ in range(HALVINGS):   # eq. (2q): a collapsed fit gets full trials half a grid step inside its gap
-            k_mid = None if c is None else halving_at(ks, [outcome[k] for k in ks], anchor, factor)
-            if k_mid is None or measure(k_mid, trials) is None:
+            mids = [] if c is None else halving_at(ks, [outcome[k] for k in ks], anchor, factor)
+            if not mids or any(measure(k_mid, trials) is None for k_mid in mids):
                 break
             ks, (c, se) = fit()
         deltas = [grid_delta(anchor, factor, k) for k in ks]
