@@ -65,10 +65,9 @@ one rate lies strictly between 0 and 1; quad, m = 8, rho0 = 2, d = 400: 19 / 40 
     halving:          K trials at the geometric midpoint of the gap that brackets 1/2 (grid index k + 1/2),
                       at most HALVINGS times,                                                                 (2q)
 
-(where a delta inside the gap has a rate of exactly 1/2, so that the gap spans two grid steps, at the midpoints of
-both: quad, m = 8, rho0 = 0.5, d = 400, 0 / 10, 20 / 40, 40 / 40 at 2.783 / 3.2 / 3.68, read 3.23 +- 0.26 before),
-
-and the crossing and its s.e. are those of :func:`thresholds.crossing.paired_crossing` on all trials (trial k
+(where a delta inside the gap has a rate of exactly 1/2, the gap spans two grid steps and each gets its midpoint:
+quad, m = 8, rho0 = 0.5, d = 400, 0 / 10, 20 / 40, 40 / 40 at 2.783 / 3.2 / 3.68, read 3.23 +- 0.26 with the one
+midpoint, 3.2 itself; 3.19 +- 0.04 with 8 / 40 and 34 / 40 at 2.984 and 3.432), and the crossing and its s.e. are those of :func:`thresholds.crossing.paired_crossing` on all trials (trial k
 observed at the deltas where it ran; the bootstrap resamples trials with their outcomes there).  The first K_p
 trials of a block are a random subset of its strata (eq. (2s)), so every rate stays an unbiased estimate of
 eq. (2); the choice of the refined deltas depends on the pilot, which the bootstrap does not repeat.  On a stub
@@ -253,7 +252,7 @@ class ForcedTrial:
     gram: bool = False  # the bulk started from the finite-d Gram of the neurons (eq. (3))
     strata: int = 0     # initial overlaps stratified in blocks of this many trials (eq. (2s)); 0: iid
     path_dtype: str = "float64"   # storage of the run's per-path arrays (eq. (4c))
-    ended: int = None   # the step at which eq. (2e) ended the run (its hard fraction above 1/2); None: the horizon
+    ended: int | None = None   # the step at which eq. (2e) ended the run (its hard fraction above 1/2); None: the horizon
 
     @property
     def final(self) -> float:
