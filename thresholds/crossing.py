@@ -186,10 +186,13 @@ class LogisticFit:
     @property
     def crossing(self) -> tuple:
         """(crossing, s.e.) of :func:`logistic_crossing`: the center, or eq. (6)'s midpoint of the gap."""
-        if self.gap is None:
-            return self.center, self.se
-        lo, hi = self.gap
-        return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
+        return (self.center, self.se) if self.gap is None else gap_crossing(self.gap)
+
+
+def gap_crossing(gap) -> tuple:
+    """Eq. (6) on a gap (lo, hi) that brackets 1/2: its midpoint, with the s.e. of a uniform law on it."""
+    lo, hi = gap
+    return float(0.5 * (lo + hi)), float((hi - lo) / math.sqrt(12))
 
 
 def logistic_fit(deltas, successes, trials) -> LogisticFit | None:

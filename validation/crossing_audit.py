@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from thresholds.crossing import bracketing_gap, logistic_fit
+from thresholds.crossing import bracketing_gap, gap_crossing, logistic_fit
 from validation import records
 
 REPORTS = Path(__file__).resolve().parent / "reports"
@@ -83,8 +83,7 @@ class Finding:
         """(crossing, s.e.) by the width-only rule: eq. (6) on the bracketing gap where :attr:`was_collapsed`."""
         if not self.was_collapsed:
             return self.crossing, self.se
-        lo, hi = bracketing_gap(self.curve.deltas, self.curve.successes, self.curve.trials)
-        return 0.5 * (lo + hi), (hi - lo) / 12 ** 0.5
+        return gap_crossing(bracketing_gap(self.curve.deltas, self.curve.successes, self.curve.trials))
 
 
 def report_curves(path: Path, root: Path = REPORTS) -> list[Curve]:
