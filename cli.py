@@ -977,12 +977,13 @@ def _finite_d_options(dims_help: str):
     def decorate(func):
         opts = [
             click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-                         help=dims_help + " From an empty cache: about 15-20 s per d at m = 1 (forced), tens of "
-                         "minutes at m > 1 or with planted (validation/bench_forced.py, bench_planted.py); every run is cached, "
-                         "so an interrupted command resumes."),
+                         help=dims_help + " From an empty cache (forced, 2 cores): about 15-20 s per d at m = 1, 2 minutes at "
+                         "m = 2, 4-5 at m = 4, 18 at m = 8; planted tens of minutes at m > 1 "
+                         "(validation/bench_forced.py, bench_planted.py); every run is cached, so an interrupted "
+                         "command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
-                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m, 1250 m^2) "
-                         "(thresholds.forced eq. (4)), planted 80000 at m = 1 (the spread uses twice as many), 20000 "
+                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m, 1250 m^2), from "
+                         "m = 8 on max(delta d, 10000 m) (thresholds.forced eqs. (4), (4b)), planted 80000 at m = 1 (the spread uses twice as many), 20000 "
                          "at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.15 "
@@ -994,12 +995,14 @@ def _finite_d_options(dims_help: str):
                          "bias and was checked at m = 4, validation/reports/planted/width section 5b)."),
             click.option("--finite-method", type=click.Choice(["auto", "planted", "forced"]), default="auto",
                          show_default=True,
-                         help="With --dims: 'auto' is forced at m = 1 and planted at m > 1; 'planted' "
+                         help="With --dims: 'auto' is forced at every finite m (checked against GD at m = 1-16, "
+                         "thresholds.forced); 'planted' "
                          "(thresholds.planted / modes: the forcing up to t* = 50, then the "
                          "unforced d = inf escape from an effective overlap) or 'forced' (thresholds.forced, any m: "
                          "trials of the d = inf bulk with one data set's initial overlap and hard forcing at every "
                          "step; the success rate per delta, its logistic crossing and standard error; its runs use the "
-                         "truncated source basis 1e-3 whatever --finite-source-tol says)."),
+                         "truncated source basis of thresholds.forced eq. (4b), 1e-3 or 1e-2 from m = 8, whatever "
+                         "--finite-source-tol says).  planted at m > 1 is checked only for quad at m = 2, 4."),
             click.option("--finite-trials", default=40, show_default=True, type=click.IntRange(4, 10_000),
                          is_eager=True,   # parsed before --finite-pilot, whose callback compares the two
                          help="With --finite-method forced: trials per delta (each one DMFT run, cached; their "
@@ -1023,11 +1026,12 @@ def _pilot_callback(ctx, param, value):
 
 
 def _finite_method(setup, method: str) -> str:
-    """--finite-method with 'auto' resolved: forced at m = 1, planted at m > 1."""
-    return ("forced" if setup.m == 1 else "planted") if method == "auto" else method
+    """--finite-method with 'auto' resolved: forced at every finite width (thresholds.forced, checked against GD at
+    m = 1-16 for quad and gelu; thresholds.modes, the planted route at m > 1, only for quad at m = 2 and 4)."""
+    return "forced" if method == "auto" else method
 
 
-def _finite_refusal(setup, method: str = "planted") -> str:
+def _finite_refusal(setup, method: str = "auto") -> str:
     """Why the finite-d prediction is not derived for ``setup`` ('' when it is)."""
     from thresholds.modes import any_refusal
     if setup.mean_field:
@@ -1059,8 +1063,8 @@ def _finite_dims(dims, start, search_max):
               help="Save the t-curve (or the --scan curve) as a PNG.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (a list under 'scan' with --scan).")
 @_finite_d_options("Also predict the finite-d threshold at these d: the delta at which GD succeeds by step "
-                   "--steps with probability 1/2 (forced DMFT trials, thresholds.forced, at m = 1; the neurons' "
-                   "modes of thresholds.modes at m > 1; finite --m only; see --finite-method).")
+                   "--steps with probability 1/2 (forced DMFT trials, thresholds.forced; finite --m only; see "
+                   "--finite-method).")
 @_executor_options("searches of --scan and the forced trials of --dims", "one task")
 def nn_cmd(activation, link, scan_text, plot_path, as_json, workers, scheduler, dims, finite_paths, finite_start,
            finite_source_tol, finite_method, finite_trials, finite_pilot, **kw):
@@ -1307,9 +1311,9 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
                   "setup ('-' when none)[/]")
     if dim_list:
         console.print(f"[dim]d = D: the finite-d prediction ("
-                      + {"forced": "forced DMFT trials, thresholds.forced, m = 1 rows",
+                      + {"forced": "forced DMFT trials, thresholds.forced",
                          "planted": "thresholds.planted at m = 1, thresholds.modes at m > 1",
-                         "auto": "thresholds.forced at m = 1, thresholds.modes at m > 1"}[finite_method] + ") "
+                         "auto": "forced DMFT trials, thresholds.forced"}[finite_method] + ") "
                       f"at the horizon of {kw['steps']} "
                       "steps / the crossing at d of a cached `validate --t0 steps*eta --c 0` run ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):

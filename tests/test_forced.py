@@ -356,7 +356,8 @@ def test_stratified_initial_overlaps():
 def test_nn_dims_forced_cli(tmp_path):
     """`thresholds nn --dims --finite-method forced` end to end on a 30-step horizon (quad, eta 0.05, small
     path counts): JSON "finite_d" rows with the forced method's record, each found crossing inside its range
-    and its points' rates bracketing 1/2; the same at m = 2; a one-line refusal with --sphere."""
+    and its points' rates bracketing 1/2; the same at m = 2, where --finite-method auto is forced; a one-line refusal
+    with --sphere."""
     import json
 
     from click.testing import CliRunner
@@ -379,13 +380,15 @@ def test_nn_dims_forced_cli(tmp_path):
         assert row["low"] < row["value"] < row["high"] and min(rates) < 0.5 < max(rates)
     else:
         assert row["note"]
-    # width 2 (eq. (1m)), in this process: its own records, a crossing inside its range or a note
-    res = CliRunner().invoke(main, ["nn"] + base + ["--m", "2", "--dims", "20", "--finite-method", "forced",
+    # width 2 (eq. (1m)) with the default --finite-method (auto: forced at every width), in this process: its own
+    # records, a crossing inside its range or a note
+    res = CliRunner().invoke(main, ["nn"] + base + ["--m", "2", "--dims", "20",
                                                     "--finite-trials", "4", "--finite-paths", "2000",
                                                     "--finite-start", "6", "--workers", "0", "--json"], env=env)
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)
     assert out["finite_d_prediction"]["trials"] == 4 and out["setup"]["m"] == 2
+    assert out["finite_d_prediction"]["method"].startswith("forced")
     (row,) = out["finite_d"]
     assert (row["low"] < row["value"] < row["high"]) if row["found"] else row["note"]
     bad = CliRunner().invoke(main, ["nn"] + base + ["--sphere", "--dims", "20", "--finite-method", "forced"], env=env)

@@ -202,7 +202,7 @@ def test_nn_dims_cli_at_width_two(tmp_path):
     env = {"THRESHOLDS_CACHE": str(tmp_path)}
     args = ["nn", "-a", "quad", "--eta", "0.05", "-T", "30", "--m", "2", "--law", "dmft", "--paths", "400",
             "--replicas", "2", "--search-max", "12", "--dims", "40,20", "--finite-paths", "2000",
-            "--finite-start", "3", "--json"]
+            "--finite-start", "3", "--finite-method", "planted", "--json"]   # 'auto' is forced at every m
     res = CliRunner().invoke(main, args, env=env)
     assert res.exit_code == 0, res.output
     out = json.loads(res.stdout)

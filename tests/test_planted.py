@@ -199,7 +199,8 @@ def test_nn_dims_cli(shared_cache):
         assert b[0] / a[0] <= 1.12 + 1e-9
     assert out["finite_d"][0]["value"] <= out["finite_d"][1]["value"]
     for extra, text in ((["--sphere", "--finite-start", "4"], "sphere"),
-                        (["--m", "2", "--a", "1,-1", "--finite-start", "4"], "one a and one b"),
+                        (["--m", "2", "--a", "1,-1", "--finite-start", "4", "--finite-method", "planted"],
+                         "one a and one b"),   # thresholds.modes' refusal ('auto' is forced, which takes per-neuron a)
                         (["--finite-start", "9"], "inside the search range")):
         bad = CliRunner().invoke(main, ["nn"] + CLI_BASE + ["--dims", "60"] + extra, env=env)
         assert bad.exit_code == 2 and text in bad.output and "Traceback" not in bad.output, bad.output

@@ -40,7 +40,11 @@ def test_the_readme_has_three_quick_starts_with_commands():
     sections = re.findall(r"^## Quick start \d", README.read_text(), flags=re.M)
     assert len(sections) == 3
     assert {args[0] for args in quick_start_commands()} == set(SMALL)
-    assert len(README.read_text().splitlines()) < 150
+    # A short README: capped in characters, what a reader has to read.  The cap was 150 lines, which ever-longer
+    # lines met (the status was one paragraph of 9000 characters, the whole file 19181); it is now 12000
+    # characters, and 170 lines so that tables and wrapped lines are not squeezed into long ones.
+    text = README.read_text()
+    assert len(text) < 12000 and len(text.splitlines()) < 170
 
 
 @pytest.fixture(scope="module")
