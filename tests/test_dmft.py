@@ -33,11 +33,12 @@ def test_linear_activation_closed_form_matches_marchenko_pastur(lam):
         assert abs(res.norm2[t] - mp_norm2(t, 4.0, 0.2, 1.0, 1.0, lam)) < 1e-10
 
 
-@pytest.mark.parametrize("source_tol, own_term", [(0.0, False), (1e-3, False), (1e-3, True)])
-def test_monte_carlo_linear_agrees_with_closed_form(source_tol, own_term):
+@pytest.mark.parametrize("source_tol, own_term, orth", [(0.0, False, False), (1e-3, False, False), (1e-3, True, False),
+                                                      (1e-3, False, True)])
+def test_monte_carlo_linear_agrees_with_closed_form(source_tol, own_term, orth):
     exact = solve_dmft(DMFTSetup("linear", "abs", delta=4.0, eta=0.2, steps=15, response="linear"))
     mc = solve_dmft(DMFTSetup("linear", "abs", delta=4.0, eta=0.2, steps=15, paths=160_000, replicas=8, seed=1,
-                              source_tol=source_tol, own_term=own_term))
+                              source_tol=source_tol, own_term=own_term, source_orth=orth))
     for t in (1, 5, 15):
         assert abs(mc.norm2[t] - exact.norm2[t]) < 4 * mc.norm2_err[t] + 1e-4
         assert abs(mc.train_loss[t] - exact.train_loss[t]) < 4 * mc.train_loss_err[t] + 1e-4
@@ -52,9 +53,10 @@ def test_sources_and_pathwise_responses_agree():
         assert abs(a.norm2[t] - b.norm2[t]) < tol
 
 
-@pytest.mark.parametrize("source_tol, own_term", [(0.0, False), (1e-3, False), (1e-6, True)])
-def test_causality_outputs_do_not_depend_on_horizon(source_tol, own_term):
-    kw = dict(delta=3.0, eta=0.1, paths=4000, replicas=2, source_tol=source_tol, own_term=own_term)
+@pytest.mark.parametrize("source_tol, own_term, orth", [(0.0, False, False), (1e-3, False, False), (1e-6, True, False),
+                                                      (1e-3, False, True)])
+def test_causality_outputs_do_not_depend_on_horizon(source_tol, own_term, orth):
+    kw = dict(delta=3.0, eta=0.1, paths=4000, replicas=2, source_tol=source_tol, own_term=own_term, source_orth=orth)
     short = solve_dmft(DMFTSetup("gelu", "phase_retrieval", steps=8, **kw))
     long = solve_dmft(DMFTSetup("gelu", "phase_retrieval", steps=16, **kw))
     assert np.array_equal(short.norm2, long.norm2[:9])
@@ -114,15 +116,17 @@ def _width3_gd_runs(T):
     return [run_gd(GDSetup("gelu", "phase_retrieval", 4.0, 1000, 0.2, T, m=3, seed=s)) for s in range(6)]
 
 
-@pytest.mark.parametrize("source_tol, own_term", [(0.0, False), (1e-3, False), (1e-6, True)])
-def test_width_m_dmft_matches_gd(source_tol, own_term):
+@pytest.mark.parametrize("source_tol, own_term, orth", [(0.0, False, False), (1e-3, False, False), (1e-6, True, False),
+                                                      (1e-3, False, True)])
+def test_width_m_dmft_matches_gd(source_tol, own_term, orth):
     # m = 3 neurons (mean-field step, f = (1/m) sum_j sigma(u_j)), gelu, y = g^2, delta = 4,
     # eta = 0.2, 10 steps: the per-neuron norm, the overlap with the initialisation and the
     # train / test losses within 4 combined s.e. of finite-d GD (d = 1000, 6 seeds); plain and
-    # truncated (eq. (6b)) source bases, and the latter with the own-term subtraction (eq. (6e)).
+    # truncated (eq. (6b)) source bases, and the latter with the own-term subtraction (eq. (6e)) or with
+    # orthogonal sources (eq. (6g)).
     T = 10
     res = solve_dmft(DMFTSetup("gelu", "phase_retrieval", 4.0, 0.2, T, m=3, paths=24_000, replicas=4,
-                               source_tol=source_tol, own_term=own_term))
+                               source_tol=source_tol, own_term=own_term, source_orth=orth))
     runs = _width3_gd_runs(T)
     assert res.norm2[0] == pytest.approx(1.0) and res.overlap_init[0] == pytest.approx(1.0)
     for key in ("norm2", "overlap_init", "train_loss", "test_loss"):
@@ -717,3 +721,29 @@ def test_unstable_fraction_of_fitted_own_steps():
         assert fitted_eigenvalues("gelu", tuple(a), tuple(b), u[i:i + 1], y, 0.3)[0] == pytest.approx(expected, rel=1e-9)
     assert checked >= 3
     assert np.isnan(fitted_eigenvalues("tanh", 1.0, 0.0, u[:1], 2.0, 0.3)[0])   # tanh never reaches 2
+
+
+def test_orthogonal_source_rows():
+    """dmft eq. (6g): new source rows leave orthogonal to the whitened psi paths in the path weights, with unit
+    weighted norm, in their own precision; with no past they are only normalized."""
+    from thresholds.dmft import _orthogonal_rows
+    rng = np.random.default_rng(0)
+    N, r, k = 5000, 30, 4
+    omega = rng.uniform(0.5, 1.5, N)
+    omega /= omega.sum()
+    Z = rng.standard_normal((r, N))
+    L = np.linalg.cholesky((Z * omega) @ Z.T)
+    past = np.linalg.solve(L, Z)                       # omega-orthonormal rows
+    for dtype in (np.float64, np.float32):
+        X = rng.standard_normal((k, N)).astype(dtype)
+        Y = _orthogonal_rows(X, past.astype(dtype), omega)
+        assert Y.dtype == dtype
+        tol = 1e-12 if dtype == np.float64 else 1e-5
+        assert np.abs((Y.astype(float) * omega) @ past.T).max() < tol
+        assert np.allclose((Y.astype(float) ** 2) @ omega, 1.0, atol=tol)
+        # the part of X along the past is what was removed: X - Y / scale lies in the span of the past
+        scale = 1 / np.sqrt(((X - ((X * omega) @ past.T) @ past) ** 2) @ omega)
+        resid = X.astype(float) - Y.astype(float) / scale[:, None]
+        assert np.allclose(resid, ((resid * omega) @ past.T) @ past, atol=100 * tol)
+    Y = _orthogonal_rows(np.full((1, 4), 2.0), np.zeros((0, 4)), np.full(4, 0.25))
+    assert np.allclose(Y, 1.0)

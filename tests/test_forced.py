@@ -742,3 +742,16 @@ def test_committed_trials_stay_above_half_once_there():
                 passed += 1
                 assert rec["success"] and rec["hard_fraction"][-1] > 0.5, (path, rec["delta"], rec["trial"])
     assert passed >= 3800
+
+
+def test_orthogonal_sources_are_an_option_of_a_trial():
+    """dmft eq. (6g) in a forced trial: off by default (eq. (4d)), in the run's cache key and in its record when on,
+    the path count unchanged."""
+    wide = Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=8)
+    plain, orth = trial_setup(wide, 3.5, 800, 0), trial_setup(wide, 3.5, 800, 0, source_orth=True)
+    assert not plain.source_orth and orth.source_orth and orth.paths == plain.paths == 80_000
+    assert "source_orth" not in plain.cache_key() and orth.cache_key()["source_orth"] is True
+    small = Problem("quad", "phase_retrieval", eta=0.05, steps=10, m=2)
+    tr = run_trial(small, 3.0, 200, 0, paths=2000, source_orth=True, cache=False)
+    assert tr.to_json()["source_orth"] is True and len(tr.hard_fraction) == 2 and 0 < tr.final < 1
+    assert "source_orth" not in run_trial(small, 3.0, 200, 0, paths=2000, cache=False).to_json()

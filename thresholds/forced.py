@@ -193,6 +193,24 @@ run at every step (a trial's spread over data sets is about 0.1).  Over 20 paire
 strata 40) the final hard fraction differs by at most 0.006 (mean +0.0006: a source that opens in one precision and
 not the other changes the draw), and the same 6 of 20 escape.  Records made before (4c) are float64; a
 record's ``path_dtype`` says which (``validation.forced_trials --path-dtype float64`` reproduces them).
+
+Orthogonal sources (dmft eq. (6g)): measured, not a default.
+
+    source_orth = False   (``run_trial(..., source_orth=True)``, ``validation.forced_trials --source-orth``)   (4d)
+
+The m = 8 paths of eq. (4b) are the price of the response sums' noise (width section 8d), and eq. (6g) is a control
+variate for it: each new source drawn orthogonal to the whitened psi paths so far.  It removes half to two thirds of
+the d = inf law's bias at 10k-20k paths (hard part at step 600 0.724 / 0.721 against 0.701 / 0.710 without and 0.734
+at 80k), but not the forced trials': m = 8, d = 200, delta 3 and 3.25, the 40 stratified trials of eq. (4b)'s check
+(records in validation/reports/planted/forced/orth_paths20000 and orth_paths40000, width section 8g):
+
+    | paths, sources      | escapes of 40 | final hard fraction minus 80k plain |
+    | 80k plain           | 24            | -                                   |
+    | 40k plain           | 16            | -0.041 +- 0.018                     |
+    | 40k orthogonal      | 16            | -0.032 +- 0.018 (+0.009 +- 0.005 over 40k plain, same paths and forcing) |
+    | 20k orthogonal      | 19            | -0.027 +- 0.019                     |
+
+So eq. (4b)'s 80k paths stay, and with them the m = 8 prediction's cost (validation/bench_forced.py).
 """
 
 from __future__ import annotations
@@ -253,6 +271,7 @@ class ForcedTrial:
     strata: int = 0     # initial overlaps stratified in blocks of this many trials (eq. (2s)); 0: iid
     path_dtype: str = "float64"   # storage of the run's per-path arrays (eq. (4c))
     ended: int | None = None   # the step at which eq. (2e) ended the run (its hard fraction above 1/2); None: the horizon
+    source_orth: bool = False   # the run's sources orthogonal to its whitened psi paths (dmft eq. (6g))
 
     @property
     def final(self) -> float:
@@ -269,7 +288,8 @@ class ForcedTrial:
                 "source_tol": self.source_tol, "success": self.success, **({"gram": True} if self.gram else {}),
                 **({"strata": self.strata} if self.strata else {}),
                 **({"path_dtype": self.path_dtype} if self.path_dtype != "float64" else {}),
-                **({"ended": self.ended} if self.ended is not None else {})}
+                **({"ended": self.ended} if self.ended is not None else {}),
+                **({"source_orth": True} if self.source_orth else {})}
 
 
 def refusal(problem: Problem) -> str:
@@ -309,10 +329,11 @@ def initial_gram(trial: int, m: int, d: int) -> tuple:
 
 
 def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
-                source_tol: float = None, gram: bool = False, strata: int = 0, path_dtype: str = None) -> DMFTSetup:
+                source_tol: float = None, gram: bool = False, strata: int = 0, path_dtype: str = None,
+                source_orth: bool = False) -> DMFTSetup:
     """The planted, forced DMFT of trial ``trial`` at (delta, d) (eq. (1)), horizon ``problem.steps``; with
     ``gram`` its bulk starts from the finite-d Gram of the neurons (eq. (3)).  ``source_tol`` None: eq. (4b);
-    ``path_dtype`` None: eq. (4c)."""
+    ``path_dtype`` None: eq. (4c); ``source_orth``: dmft eq. (6g) (not a default: eq. (4d))."""
     why = refusal(problem)
     if why:
         raise ThresholdsError(why)
@@ -332,6 +353,7 @@ def trial_setup(problem: Problem, delta: float, d: int, trial: int, *, paths: in
     return DMFTSetup.from_problem(problem, delta, paths=int(paths), replicas=1, seed=int(trial), planted=q0,
                                   source_tol=source_tol, forcing_n=n, forcing_seed=int(trial),
                                   population_risk=False, path_dtype=path_dtype_for(source_tol, path_dtype),
+                                  source_orth=bool(source_orth),
                                   initial_gram=initial_gram(trial, problem.m, d) if gram else ())
 
 
@@ -379,12 +401,12 @@ def trial_curves(setup: DMFTSetup, cache: bool = True, stop_above: float | None 
 
 def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int = None,
               source_tol: float = None, every: int = 25, cache: bool = True, gram: bool = False,
-              strata: int = 0, path_dtype: str = None, stop: bool = False) -> ForcedTrial:
+              strata: int = 0, path_dtype: str = None, stop: bool = False, source_orth: bool = False) -> ForcedTrial:
     """Eq. (1) for one trial; its per-step curves are cached on disk unless ``cache`` is False
     (:func:`trial_curves`).  ``source_tol`` None: eq. (4b); ``path_dtype`` None: eq. (4c).  ``stop``: the run
     ends once its hard fraction exceeds 1/2 (eq. (2e)); the trial's curve then ends there (``ended``)."""
     setup = trial_setup(problem, delta, d, trial, paths=paths, source_tol=source_tol, gram=gram, strata=strata,
-                        path_dtype=path_dtype)
+                        path_dtype=path_dtype, source_orth=source_orth)
     frac = trial_curves(setup, cache, SUCCESS_FRACTION if stop else None)["hard_fraction"]
     last = frac.shape[0] - 1
     keep = list(range(0, last + 1, every))
@@ -392,7 +414,8 @@ def run_trial(problem: Problem, delta: float, d: int, trial: int, *, paths: int 
         keep.append(last)
     return ForcedTrial(float(delta), int(d), int(trial), int(setup.steps), initial_overlap(trial, problem.m, strata),
                        [float(frac[t]) for t in keep], int(every), int(setup.paths), float(setup.source_tol), bool(gram),
-                       int(strata), setup.path_dtype, ended=last if last < setup.steps else None)
+                       int(strata), setup.path_dtype, ended=last if last < setup.steps else None,
+                       source_orth=setup.source_orth)
 
 
 @dataclass

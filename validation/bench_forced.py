@@ -141,7 +141,13 @@ def test_forced_width_prediction_cold(benchmark):
     records (23 (file, d) pairs whose pilot brackets 1/2 next to the fixed design's crossing, the refinement on
     the bracket alone against the bracket and one delta beyond each side): 79% of the trials, but 3 of the 23 end
     with no crossing (their full rates at the bracket no longer straddle 1/2), against 1 with the ends; the ends
-    stay."""
+    stay.
+
+    Fewer paths through a lower-variance estimate of the response sums, one control variate tried: sources drawn
+    orthogonal to the whitened psi paths so far (thresholds.dmft eq. (6g)).  It halves the d = inf law's bias at
+    10k-20k paths, but in the forced trials at 40k paths it adds +0.009 +- 0.005 to the final hard fraction against
+    the 0.041 that 40k lacks (16 escapes of 40 either way, 24 at 80k; width section 8g), so the 80k paths of eq. (4b)
+    stay and the m = 8 prediction is not made faster by it (thresholds.forced eq. (4d))."""
     m = int(os.environ.get("BENCH_M", "2"))
     pilot = int(os.environ["BENCH_PILOT"]) if os.environ.get("BENCH_PILOT") else None   # None: eq. (2p)'s default
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=600, m=m)

@@ -40,16 +40,19 @@ def records_path(problem: Problem, out: Path = OUT) -> Path:
 
 def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int = None,
           source_tol: float = None, first: int = 0, log=print, gram: bool = False, strata: int = 0,
-          per_sample: float = None, path_dtype: str = None) -> None:
+          per_sample: float = None, path_dtype: str = None, source_orth: bool = False) -> None:
     """Trials first ... first + trials - 1 at every (delta, d), skipping those already in ``path``; the trial
     index runs in the outer loop, so an interrupted sweep has about as many trials at every point.  ``paths``
     None: thresholds.forced.paths_for (eqs. (4), (4b); ``per_sample`` paths per sample); ``source_tol``
     None: the width's default (thresholds.forced eq. (4b)); ``path_dtype`` None: eq. (4c).  Trials with another path
-    count at a point are not reused (and :func:`check_paths` refuses the mixture), nor trials of another precision."""
+    count at a point are not reused (and :func:`check_paths` refuses the mixture), nor trials of another precision;
+    ``source_orth``: the runs' sources orthogonal to their whitened psi paths (thresholds.dmft eq. (6g)); the
+    records of each choice are kept apart from the other's."""
     source_tol = source_tol_for(problem.m, source_tol)
     path_dtype = path_dtype_for(source_tol, path_dtype)
     same = [r for r in records.read(path)
-            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata]
+            if r["source_tol"] == source_tol and r.get("gram", False) == gram and r.get("strata", 0) == strata
+            and r.get("source_orth", False) == source_orth]
     done = {(r["d"], r["delta"], r["trial"], r["paths"]) for r in same if r.get("path_dtype", "float64") == path_dtype}
     other = {(r["d"], r["delta"], r["trial"]): r.get("path_dtype", "float64") for r in same
              if r.get("path_dtype", "float64") != path_dtype}
@@ -66,7 +69,7 @@ def sweep(problem: Problem, dims, deltas, trials: int, *, path: Path, paths: int
                                           "or another --out")
                 start = time.time()
                 tr = run_trial(problem, delta, d, k, paths=n_paths, source_tol=source_tol, gram=gram, strata=strata,
-                               path_dtype=path_dtype)
+                               path_dtype=path_dtype, source_orth=source_orth)
                 records.append(path, tr.to_json())
                 xi = " ".join(f"{v:+.2f}" for v in (tr.xi if isinstance(tr.xi, list) else [tr.xi]))
                 log(f"d {d} delta {delta:g} trial {k}: xi {xi} hard fraction {tr.final:.3f} "
@@ -202,6 +205,8 @@ def main(argv=None):
     ap.add_argument("--path-dtype", choices=("float32", "float64"), default=None, help="storage of a trial's "
                     "per-path arrays (default: thresholds.forced eq. (4c), float32 on the truncated basis; float64 "
                     "reproduces records made before it)")
+    ap.add_argument("--source-orth", action="store_true", help="each source of a run orthogonal to its whitened "
+                    "psi paths so far (thresholds.dmft eq. (6g))")
     ap.add_argument("--gram", action="store_true", help="the bulk from the finite-d Gram of the neurons "
                     "(thresholds.forced eq. (3))")
     ap.add_argument("--out", type=Path, default=OUT, help="directory of the records (one file per setup)")
@@ -229,7 +234,7 @@ def main(argv=None):
         deltas = [float(v) for v in args.delta.split(",")]
         sweep(problem, dims, deltas, args.trials, path=path, paths=args.paths, per_sample=args.paths_per_sample,
               source_tol=args.source_tol, first=args.first, log=lambda s: print(s, flush=True), gram=args.gram,
-              strata=args.strata, path_dtype=args.path_dtype)
+              strata=args.strata, path_dtype=args.path_dtype, source_orth=args.source_orth)
     except (ThresholdsError, ValueError) as err:
         raise SystemExit(f"error: {err}")
 

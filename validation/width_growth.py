@@ -73,19 +73,21 @@ def gd_run(problem: Problem, delta: float, d: int, q: float, seed: int, ramp: bo
 
 
 def dmft_run(problem: Problem, delta: float, q: float, seed: int, *, d: int = 0, paths: int = 20000,
-             source_tol: float = 1e-3, response_noise: float = 0.0, ramp: bool = False, joint: str = "") -> dict:
+             source_tol: float = 1e-3, response_noise: float = 0.0, ramp: bool = False, joint: str = "",
+             source_orth: bool = False) -> dict:
     """The planted DMFT from eq. (1): forced with n = delta d samples (thresholds.forced eq. (1m)) when d > 0,
     the d = inf dynamics when d = 0; ``response_noise`` k adds k times the response sums' Monte Carlo variance
     (thresholds.dmft eq. (6c)), so that N paths carry the noise of N / (1 + k); ``joint``: the forcing's data-set
-    weights in the response sums too (thresholds.dmft eq. (7d))."""
+    weights in the response sums too (thresholds.dmft eq. (7d)); ``source_orth``: thresholds.dmft eq. (6g)."""
     n = float(delta) * d
     setup = DMFTSetup.from_problem(problem, delta, paths=int(max(paths, math.ceil(n))), replicas=1, seed=seed,
                                    planted=start(problem.m, q, ramp), source_tol=source_tol, forcing_n=n,
                                    forcing_seed=seed, population_risk=False, response_noise=response_noise,
-                                   forcing_joint=joint if d else "")
+                                   forcing_joint=joint if d else "", source_orth=source_orth)
     res = solve_dmft(setup, cache=False)
     return {"route": "forced" if d else "dmft", "d": d, "seed": seed, "paths": setup.paths,
             "source_tol": source_tol, **({"response_noise": response_noise} if response_noise else {}),
+            **({"source_orth": True} if source_orth else {}),
             **({"joint": joint} if joint and d else {}),
             "sources": res.sources[0], "seconds": round(res.seconds, 1), **parts(res.hard_overlap, res.norm2)}
 
@@ -95,7 +97,8 @@ def label(r: dict) -> str:
         return f"GD, d = {r['d']}"
     tail = f"{r['paths'] / 1000:g}k paths, tol {r['source_tol']:g}" + (
         f", response noise x{r['response_noise']:g}" if r.get("response_noise") else "") + (
-        f", joint forcing ({r['joint']})" if r.get("joint") else "")
+        f", joint forcing ({r['joint']})" if r.get("joint") else "") + (
+        ", orthogonal sources" if r.get("source_orth") else "")
     return f"forced, d = {r['d']}, {tail}" if r["route"] == "forced" else f"DMFT d = inf, {tail}"
 
 
@@ -132,8 +135,8 @@ def main(argv=None):
                     help="source tolerance of the forced trials (default: thresholds.forced eq. (4b), 1e-3 at m < 8 "
                          "and 1e-2 at m >= 8; their paths follow it)")
     ap.add_argument("--dmft", default="20000:1e-3,40000:1e-3,20000:3e-4",
-                    help="d = inf DMFT runs, paths:source_tol[:response_noise] (comma list; the last, "
-                    "thresholds.dmft eq. (6c), 0 when left out)")
+                    help="d = inf DMFT runs, paths:source_tol[:response_noise[:orth]] (comma list; response_noise, "
+                    "thresholds.dmft eq. (6c), 0 when left out; 'orth': orthogonal sources, dmft eq. (6g))")
     ap.add_argument("--dmft-seeds", type=int, default=2)
     ap.add_argument("--ramp", action="store_true", help="unequal planted sizes, eq. (1r)")
     ap.add_argument("--joint", default="", choices=["", "all", "initial"],
@@ -148,30 +151,32 @@ def main(argv=None):
         print("\n".join(summarize(rows)))
         return
     done = {(r["route"], r["d"], r["seed"], r.get("paths"), r.get("source_tol"), r.get("response_noise", 0.0),
-             r.get("joint", "")) for r in rows}
+             r.get("joint", ""), r.get("source_orth", False)) for r in rows}
     dims = [int(v) for v in args.dims.split(",")]
     seeds = [int(v) for v in args.gd_seeds.split(",")]
     jobs = []
     forced_tol = source_tol_for(args.m, args.forced_tol)
     for spec in filter(None, args.dmft.split(",")):   # d = inf first (cheap), then the forced trials and GD per d
-        paths, tol, *noise = spec.split(":")
-        jobs += [("dmft", 0, s, int(paths), float(tol), float(noise[0]) if noise else 0.0)
-                 for s in range(args.dmft_seeds)]
+        paths, tol, *more = spec.split(":")
+        noise, orth = float(more[0]) if more and more[0] else 0.0, more[1:] == ["orth"]
+        if more[1:] not in ([], ["orth"]):
+            raise SystemExit(f"error: --dmft {spec!r}: the fourth field can only be 'orth'")
+        jobs += [("dmft", 0, s, int(paths), float(tol), noise, orth) for s in range(args.dmft_seeds)]
     for d, k in zip(dims, seeds):
-        jobs += [("forced", d, s, None, forced_tol, 0.0) for s in range(args.forced_seeds)]
-        jobs += [("gd", d, 1000 + s, None, None, 0.0) for s in range(k)]
-    for route, d, seed, paths, tol, noise in jobs:
+        jobs += [("forced", d, s, None, forced_tol, 0.0, False) for s in range(args.forced_seeds)]
+        jobs += [("gd", d, 1000 + s, None, None, 0.0, False) for s in range(k)]
+    for route, d, seed, paths, tol, noise, orth in jobs:
         if route == "gd":
-            if (route, d, seed, None, None, 0.0, "") in done:
+            if (route, d, seed, None, None, 0.0, "", False) in done:
                 continue
             rec = gd_run(problem, args.delta, d, args.q, seed, args.ramp)
         else:
             n_paths = paths if paths else paths_for(args.delta, d, m=args.m, source_tol=tol)   # forced eq. (4)
             joint = args.joint if route == "forced" else ""
-            if (route, d, seed, n_paths, tol, noise, joint) in done:
+            if (route, d, seed, n_paths, tol, noise, joint, orth) in done:
                 continue
             rec = dmft_run(problem, args.delta, args.q, seed, d=d, paths=n_paths, source_tol=tol, response_noise=noise,
-                           ramp=args.ramp, joint=joint)
+                           ramp=args.ramp, joint=joint, source_orth=orth)
         records.append(out, rec)
         print(f"{label(rec)}, seed {seed}: hard at t = {args.steps} {rec['hard'][-1]:.4f}", flush=True)
     print("\n".join(summarize(records.read(out))))
