@@ -977,14 +977,14 @@ def _finite_d_options(dims_help: str):
     def decorate(func):
         opts = [
             click.option("--dims", "dims", default=None, metavar="D1,D2,...",
-                         help=dims_help + " From an empty cache (forced, 2 cores): about 15-20 s per d at m = 1, 2 minutes at "
-                         "m = 2, 4-5 at m = 4, 18 at m = 8; planted tens of minutes at m > 1 "
+                         help=dims_help + " From an empty cache (forced, 2 cores): about 15-20 s per d at m = 1, "
+                         "2 minutes at m = 2, 4-5 at m = 4, 18 at m = 8; planted tens of minutes at m > 1 "
                          "(validation/bench_forced.py, bench_planted.py); every run is cached, so an interrupted "
                          "command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
-                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m, 1250 m^2), from "
-                         "m = 8 on max(delta d, 10000 m) (thresholds.forced eqs. (4), (4b)), planted 80000 at m = 1 (the spread uses twice as many), 20000 "
-                         "at m > 1 (thresholds.modes)."),
+                         help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m, 1250 m^2), "
+                         "from m = 8 on max(delta d, 10000 m) (thresholds.forced eqs. (4), (4b)), planted 80000 at "
+                         "m = 1 (the spread uses twice as many), 20000 at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.15 "
                          "(forced) or 1.5 (planted))."),
