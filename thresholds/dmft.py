@@ -140,9 +140,10 @@ Responses (the cost driver), chosen by ``response``:
 
   so that the estimate at t > s sees only the part of psi^t outside the span of psi^0 .. psi^s, the part that has
   grown since the source opened.  The population is untouched (the span is independent of the fresh eps_J, and the
-  row keeps unit variance); the finite-N law changes by O(r / N) in the sources' own law.  Cost: two products of the
-  new rows with the past rows per step that opens sources (3%, below).  Measured (quad, phase retrieval, m = 8, delta 3.5,
-  planted 0.1, tolerance 1e-2, hard part at step 600, two seeds each; validation/reports/planted/width section 8g):
+  row keeps unit variance); the finite-N law changes by O(r / N) in the sources' own law.  Cost: two products of
+  the new rows with the past rows per step that opens sources (3%, below).  Measured (quad, phase retrieval, m = 8,
+  delta 3.5, planted 0.1, tolerance 1e-2, hard part at step 600, two seeds each; validation/reports/planted/width
+  section 8g):
   the d = inf law at 10k / 20k / 40k paths moves from 0.701 / 0.710 / 0.733 to 0.724 / 0.721 / 0.738, against 0.734
   at 80k, so it removes about half to two thirds of the response-noise bias at 10k-20k paths; but in forced trials
   (thresholds.forced, m = 8, d = 200, the 40 stratified trials at delta 3 and 3.25) it raises the final hard fraction
