@@ -1311,9 +1311,8 @@ def table_cmd(links, activations, widths, as_json, workers, scheduler, dims, fin
                   "setup ('-' when none)[/]")
     if dim_list:
         console.print(f"[dim]d = D: the finite-d prediction ("
-                      + {"forced": "forced DMFT trials, thresholds.forced",
-                         "planted": "thresholds.planted at m = 1, thresholds.modes at m > 1",
-                         "auto": "forced DMFT trials, thresholds.forced"}[finite_method] + ") "
+                      + ("thresholds.planted at m = 1, thresholds.modes at m > 1" if finite_method == "planted"
+                         else "forced DMFT trials, thresholds.forced") + ") "
                       f"at the horizon of {kw['steps']} "
                       "steps / the crossing at d of a cached `validate --t0 steps*eta --c 0` run ('-' when none)[/]")
     for note in dict.fromkeys(unsupported):

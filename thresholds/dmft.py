@@ -927,7 +927,7 @@ def _orthogonal_rows(X, past, omega):
     over the stored paths in their precision (eq. (6d)); returned in the rows' precision."""
     Y, dt = X.astype(float), past.dtype
     for _ in range(2 if past.shape[0] else 0):
-        coef = ((Y * omega).astype(dt, copy=False) @ past.T).astype(float, copy=False)
+        coef = _times_paths((Y * omega).T, past)           # (k, r): <eps_J, psit^j>_omega
         Y -= (coef.astype(dt, copy=False) @ past).astype(float, copy=False)
     Y /= np.sqrt((Y * Y) @ omega)[:, None]
     return Y.astype(X.dtype, copy=False)

@@ -662,8 +662,10 @@ def predict(problem: Problem, dims, *, trials: int = 40, start: float = 8.0, fac
             ks, (c, se) = fit()
         for _ in range(HALVINGS):   # eq. (2q): a collapsed fit gets full trials half a grid step inside its gap
             mids = [] if c is None else halving_at(ks, [outcome[k] for k in ks], anchor, factor)
-            if not mids or any(measure(k_mid, trials) is None for k_mid in mids):
+            if not mids:
                 break
+            for k_mid in mids:   # inside a gap between two measured deltas, so inside the search range
+                measure(k_mid, trials)
             ks, (c, se) = fit()
         deltas = [grid_delta(anchor, factor, k) for k in ks]
         points_all += [ForcedPoint(delta, d, sum(outcome[k]), len(outcome[k])) for delta, k in zip(deltas, ks)]
