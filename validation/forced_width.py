@@ -54,7 +54,7 @@ RECORD_DIRS = tuple(REPORTS / "forced" / name for name in ("stratified", "paths2
 GD = {
     ("quad", 0.05, 1): ["gd_T600/report.md", "gd_T600_d1600/report.md", "gd_T600_d3200/report.md"],
     ("quad", 0.05, 2): ["width/gd_quad_m2_T600/report.md", "width/gd_quad_m2_T600_d800_1600/report.md"],
-    ("quad", 0.05, 4): ["width/gd_quad_m4_T600/report.md"],
+    ("quad", 0.05, 4): ["width/gd_quad_m4_T600/report.md", "width/gd_quad_m4_T600_d1600/report.md"],
     ("quad", 0.05, 8): ["width/gd_quad_m8_T600/report.md", "width/gd_quad_m8_T600_d800/report.md",
                         "width/gd_quad_m8_T600_d1600/report.md"],
     ("quad", 0.05, 16): ["width/gd_quad_m16_T600/report.md", "width/gd_quad_m16_T600_d800/report.md"],
