@@ -755,3 +755,21 @@ def test_orthogonal_sources_are_an_option_of_a_trial():
     tr = run_trial(small, 3.0, 200, 0, paths=2000, source_orth=True, cache=False)
     assert tr.to_json()["source_orth"] is True and len(tr.hard_fraction) == 2 and 0 < tr.final < 1
     assert "source_orth" not in run_trial(small, 3.0, 200, 0, paths=2000, cache=False).to_json()
+
+
+def test_paired_against_counts_discordant_trials_and_the_paired_shift():
+    """validation.forced_trials --against: two records of the same trials, the second escaping at every delta
+    where the first does plus one more trial per delta; the difference is negative and its discordant counts are
+    exact."""
+    from validation.forced_trials import paired_against
+    deltas, K = (4.0, 5.0, 6.0), 40
+    base = {4.0: 8, 5.0: 20, 6.0: 32}     # trials 0 .. k - 1 escape
+
+    def rows(extra):
+        return [{"d": 200, "delta": x, "trial": k, "success": k < base[x] + extra} for x in deltas for k in range(K)]
+    lines = paired_against(rows(0), rows(4) + [{"d": 200, "delta": 7.0, "trial": 0, "success": True}], resamples=200)
+    assert len(lines) == 3
+    cells = [c.strip() for c in lines[2].strip("|").split("|")]
+    assert cells[:3] == ["200", "40", "4, 5, 6"]     # delta 7 is in one record only
+    assert cells[8] == "0 / 12"
+    assert float(cells[7].split()[0]) < 0

@@ -18,6 +18,8 @@ import math
 import time
 from pathlib import Path
 
+import numpy as np
+
 from thresholds.errors import ThresholdsError
 from thresholds.forced import ForcedPoint, path_dtype_for, paths_for, points, run_trial, source_tol_for
 from thresholds.problem import Problem
@@ -183,6 +185,47 @@ def summarize(rows, gd_reports=()) -> list[str]:
     return lines
 
 
+def paired_against(rows, other, resamples: int = 1000, seed: int = 0) -> list[str]:
+    """Per d, the crossing of ``rows`` against that of ``other`` on the trials both ran at every delta both hold (a
+    trial k keeps its initial overlap and forcing seed in either, so the two are paired per trial): rates, the two
+    logistic crossings, their difference with the s.e. of one bootstrap over trials (each keeps its outcomes in both
+    records, eq. (5) of thresholds.crossing for the spread), and the discordant outcomes."""
+    from thresholds.crossing import logistic_crossing
+    wins = [{(int(r["d"]), float(r["delta"]), int(r["trial"])): bool(r["success"]) for r in rs} for rs in (rows, other)]
+    lines = [("| d | trials | delta | rates, this | rates, other | crossing, this | other | other - this | "
+              "discordant (this only / other only) |"), "|---|---|---|---|---|---|---|---|---|"]
+    rng = np.random.default_rng(seed)
+    for d in sorted({k[0] for k in wins[0]} & {k[0] for k in wins[1]}):
+        deltas = sorted({k[1] for k in wins[0] if k[0] == d} & {k[1] for k in wins[1] if k[0] == d})
+        trials = sorted(set.intersection(*({k[2] for k in w if k[:2] == (d, x)} for w in wins for x in deltas)))
+        if not trials:
+            continue
+        a, b = (np.array([[w[(d, x, k)] for k in trials] for x in deltas]) for w in wins)
+        size = [len(trials)] * len(deltas)
+
+        def fit(o, pick=slice(None), deltas=deltas, size=size):
+            return logistic_crossing(deltas, o[:, pick].sum(axis=1), size)[0]
+        ca, cb = fit(a), fit(b)
+        boot = []
+        for _ in range(resamples):
+            pick = rng.integers(0, len(trials), len(trials))
+            x, y = fit(a, pick), fit(b, pick)
+            if x is not None and y is not None:
+                boot.append((x, y))
+        boot = np.array(boot)
+        def half(v):
+            return (np.percentile(v, 84) - np.percentile(v, 16)) / 2 if len(v) else math.nan
+
+        def show(c, v):
+            return "not bracketed" if c is None else f"{c:.3f} +- {half(v):.3f}"
+        diff = "-" if ca is None or cb is None else f"{cb - ca:+.3f} +- {half(boot[:, 1] - boot[:, 0]):.3f}"
+        lines.append(f"| {d} | {len(trials)} | {', '.join(f'{x:g}' for x in deltas)} | "
+                     f"{' / '.join(f'{v:.2f}' for v in a.mean(axis=1))} | {' / '.join(f'{v:.2f}' for v in b.mean(axis=1))} | "
+                     f"{show(ca, boot[:, 0] if len(boot) else [])} | {show(cb, boot[:, 1] if len(boot) else [])} | {diff} | "
+                     f"{int((a & ~b).sum())} / {int((~a & b).sum())} |")
+    return lines
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-a", "--activation", default="gelu")
@@ -212,6 +255,8 @@ def main(argv=None):
     ap.add_argument("--out", type=Path, default=OUT, help="directory of the records (one file per setup)")
     ap.add_argument("--summary", action="store_true")
     ap.add_argument("--gd", nargs="*", default=(), help="with --summary: validate report.md files")
+    ap.add_argument("--against", type=Path, help="with --summary: a second records directory of the same setup, "
+                    "compared trial by trial (the crossings' paired difference)")
     ap.add_argument("--plot", type=Path, help="with --summary: the crossings against d as a PNG")
     ap.add_argument("--planted", type=Path, help="with --plot: a planted_threshold records file to draw too")
     ap.add_argument("--delta-nn", nargs="*", default=(), help="with --plot: `thresholds nn --law dmft --edge-d D "
@@ -226,6 +271,8 @@ def main(argv=None):
         except ValueError as err:
             raise SystemExit(f"error: {err}")
         print("\n".join(summarize(rows, args.gd)))
+        if args.against:
+            print("\n" + "\n".join(paired_against(rows, records.read(records_path(problem, args.against)))))
         if args.plot:
             figure(args.plot, problem, rows, args.gd, args.planted, args.delta_nn)
         return
