@@ -212,18 +212,22 @@ def paired_against(rows, other, resamples: int = 1000, seed: int = 0) -> list[st
             x, y = fit(a, pick), fit(b, pick)
             if x is not None and y is not None:
                 boot.append((x, y))
-        boot = np.array(boot)
-        def half(v):
-            return (np.percentile(v, 84) - np.percentile(v, 16)) / 2 if len(v) else math.nan
-
-        def show(c, v):
-            return "not bracketed" if c is None else f"{c:.3f} +- {half(v):.3f}"
-        diff = "-" if ca is None or cb is None else f"{cb - ca:+.3f} +- {half(boot[:, 1] - boot[:, 0]):.3f}"
+        boot = np.array(boot).reshape(-1, 2)
+        diff = "-" if ca is None or cb is None else f"{cb - ca:+.3f} +- {_half_range(boot[:, 1] - boot[:, 0]):.3f}"
         lines.append(f"| {d} | {len(trials)} | {', '.join(f'{x:g}' for x in deltas)} | "
                      f"{' / '.join(f'{v:.2f}' for v in a.mean(axis=1))} | {' / '.join(f'{v:.2f}' for v in b.mean(axis=1))} | "
-                     f"{show(ca, boot[:, 0] if len(boot) else [])} | {show(cb, boot[:, 1] if len(boot) else [])} | {diff} | "
+                     f"{_with_spread(ca, boot[:, 0])} | {_with_spread(cb, boot[:, 1])} | {diff} | "
                      f"{int((a & ~b).sum())} / {int((~a & b).sum())} |")
     return lines
+
+
+def _half_range(values) -> float:
+    """Half the central 68% range of bootstrap values (thresholds.crossing eq. (5)); NaN without any."""
+    return (np.percentile(values, 84) - np.percentile(values, 16)) / 2 if len(values) else math.nan
+
+
+def _with_spread(value, boot) -> str:
+    return "not bracketed" if value is None else f"{value:.3f} +- {_half_range(boot):.3f}"
 
 
 def main(argv=None):
