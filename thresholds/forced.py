@@ -152,7 +152,7 @@ core; since the compact whitening of dmft eq. (6b) forms residuals only for the 
 paths, tol 1e-3; 62.8 s -> 37.4 s at m = 8, 40k paths, tol 1e-2; the same law to 1e-14).
 
 Where eq. (4) is too few at m = 1 (measured, the default not changed).  The first term was set on escape counts pooled
-over five setups at 30 trials per delta.  With 400 stratified trials per delta and 400 GD runs (quad, eta 0.05, 600
+over five setups at 30 trials per delta.  With 400 stratified trials per delta and 250-400 GD runs (quad, eta 0.05, 600
 steps; validation/reports/planted section 6h) the crossing with eq. (4)'s paths lies 7.5% / 6.2% / 3.7% above GD's
 at d = 200 / 400 / 800 (5.24 +- 0.06, 5.63 +- 0.06, 5.89 +- 0.04 against 4.88 +- 0.04, 5.30 +- 0.04, 5.68 +- 0.06:
 +5.1 / +4.7 / +3.0 combined s.e.).  There eq. (4) leaves the self-interaction of dmft eq. (6f) at
@@ -163,9 +163,8 @@ and it lowers escape: the same trials with 20000 paths (s <= 0.02) cross 0.58 +-
 lower (paired over 114 / 128 / 150 trials), at 4.79 / 5.26 / 5.67, -0.7 / -0.4 / -0.0 s.e. from GD.  The initial
 Gram (eq. (3)) changes nothing there (+0.000 +- 0.014 on 400 paired trials).  So at m = 1 and d <= 800 a prediction
 with eq. (4)'s paths reads high by 4-8%; ``thresholds nn --finite-paths 20000`` (or more, keeping (4e) at or under
-0.02) removes it.  Eq. (4)
-stays as it is until a rule that bounds (4e) is checked beyond quad at m = 1: N >= 4000 delta (the d = inf law's
-paths, s = (r + m) / 4000) would cost an m = 1 prediction about 8x and an m = 2 one about 3x.
+0.02) removes it.  Eq. (4) stays as it is until a rule that bounds (4e) is checked beyond quad at m = 1: N >= 4000
+delta (the d = inf law's paths, s = (r + m) / 4000) would cost an m = 1 prediction about 8x and an m = 2 one about 3x.
 
 Source tolerance at large width.  The response noise biases the law by roughly -c r / N (r the sources opened;
 dmft eq. (6c)), and a trial costs O(N r T m), so fewer sources buy both.  The tolerance's own error grows with it:
