@@ -983,7 +983,8 @@ def _finite_d_options(dims_help: str):
                          "command resumes."),
             click.option("--finite-paths", default=None, type=click.IntRange(1000, 10**7),
                          help="With --dims: paths of each DMFT run; default: forced max(delta d, 2500 m, 1250 m^2), "
-                         "from m = 8 on max(delta d, 10000 m) (thresholds.forced eqs. (4), (4b)), planted 80000 at "
+                         "at m = 1 max(delta d, 4000 delta), from m = 8 on max(delta d, 10000 m) (thresholds.forced "
+                         "eqs. (4), (4e), (4b)), planted 80000 at "
                          "m = 1 (the spread uses twice as many), 20000 at m > 1 (thresholds.modes)."),
             click.option("--finite-start", default=8.0, show_default=True, type=float,
                          help="With --dims: the first delta of the prediction's grid (grown by factors of 1.15 "

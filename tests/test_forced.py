@@ -130,21 +130,23 @@ def test_trial_setup():
 
 
 def test_paths_per_sample():
-    # eq. (4): max(n, 2500 m, 1250 m^2) at source tolerance 1e-3 (m < 8); eq. (4b): max(n, 10000 m) at 1e-2 (m >= 8)
-    assert paths_for(5.0, 400) == 2500 and paths_for(7.0, 3200) == 22_400 and paths_for(5.0, 400, m=2) == 5_000
+    # eq. (4): max(n, 2500 m, 1250 m^2) at source tolerance 1e-3 (m < 8); eq. (4b): max(n, 10000 m) at 1e-2 (m >= 8);
+    # eq. (4e): max(n, 4000 delta) at m = 1
+    assert paths_for(5.0, 400) == 20_000 and paths_for(7.0, 3200) == 28_000 and paths_for(5.0, 400, m=2) == 5_000
+    assert paths_for(5.0, 8000) == 40_000 and paths_for(5.25, 200) == 21_000    # n above 4000 delta; 4000 delta
     assert paths_for(5.0, 400, m=4) == 20_000 and paths_for(3.5, 800, m=8) == 80_000
     assert paths_for(3.5, 800, m=8, source_tol=1e-3) == 80_000 and paths_for(3.5, 800, m=4, source_tol=1e-2) == 40_000
     assert paths_for(3.5, 800, m=16) == 160_000 and paths_for(3.5, 800, m=8, source_tol=3e-3) == 80_000
     assert paths_for(25.0, 4000, m=8) == 100_000               # n above 10000 m
     assert [source_tol_for(m) for m in (1, 2, 4, 7, 8, 16)] == [1e-3] * 4 + [1e-2] * 2
-    assert paths_for(6.0, 400) == 2500 and paths_for(7.0, 400) == 2800
+    assert paths_for(6.0, 400) == 24_000 and paths_for(7.0, 400) == 28_000
     assert paths_for(5.0, 400, 4000) == 4000
     assert paths_for(5.0, 400, per_sample=1) == 2000           # the paths are the samples: no rounding up
     assert paths_for(5.5, 401, per_sample=1) == 2206           # ceil(2205.5)
     assert paths_for(5.0, 400, per_sample=2.5) == 5000
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=30)
     assert trial_setup(problem, 5.5, 401, 0, paths=paths_for(5.5, 401, per_sample=1)).paths == 2206
-    assert trial_setup(problem, 5.0, 400, 0).paths == 2500     # the default is eq. (4) at the problem's m
+    assert trial_setup(problem, 5.0, 400, 0).paths == 20_000   # the default is eq. (4e) at m = 1
     assert trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=3), 5.0, 400, 0).paths == 11250   # 1250 m^2
     wide = trial_setup(Problem("quad", "phase_retrieval", eta=0.05, steps=30, m=8), 3.5, 800, 0)
     assert (wide.paths, wide.source_tol) == (80_000, 1e-2)    # eq. (4b)
@@ -258,7 +260,7 @@ def test_predict_finds_a_known_crossing_per_d():
         pts = [p for p in pred.points if p.d == d]
         assert len(pts) >= 4 and min(p.rate for p in pts) < 0.5 < max(p.rate for p in pts)
     # eq. (2p): trials 0..9 (the pilot) at every delta, 0..39 at the two deltas around each crossing (common
-    # random numbers: a prefix of the same trials everywhere); paths of eq. (4), max(n, 2500 m)
+    # random numbers: a prefix of the same trials everywhere); paths of eq. (4e), max(n, 4000 delta) at m = 1
     for d, c in zip((200, 800), pred.crossings):
         ran = {}
         for delta, dd, j, _ in calls:
@@ -269,7 +271,7 @@ def test_predict_finds_a_known_crossing_per_d():
         assert len(full) >= 2 and any(a <= c.value <= b for a, b in zip(full, full[1:]))   # more when it moved
         assert len(calls) == len(set(calls))   # no trial run twice
     assert pred.pilot == 10 and pred.to_json()["pilot"] == 10
-    assert all(n == max(2500, math.ceil(delta * d - 1e-9)) for delta, d, _, n in calls)
+    assert all(n == max(math.ceil(4000 * delta - 1e-9), math.ceil(delta * d - 1e-9)) for delta, d, _, n in calls)
     assert pred.to_json()["crossings"][0]["d"] == 200
     # pilot = trials: the fixed design, trials 0..39 at every delta, and the same crossing within its s.e.
     run, calls = _logistic_stub(lambda d: 6.0 + math.log2(d / 200))
@@ -652,7 +654,7 @@ def test_a_sweep_never_adds_a_trial_in_the_other_precision(tmp_path):
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=30)
     path = records_path(problem, tmp_path)
     records.append(path, {"delta": 5.0, "d": 400, "trial": 0, "steps": 30, "xi": 0.1, "hard_fraction": [0.0, 0.1],
-                          "every": 25, "paths": 2500, "source_tol": 1e-3, "success": False})
+                          "every": 25, "paths": 20000, "source_tol": 1e-3, "success": False})
     with pytest.raises(ThresholdsError, match="float64"):
         sweep(problem, [400], [5.0], 1, path=path, log=lambda s: None)
     sweep(problem, [400], [5.0], 1, path=path, log=lambda s: None, path_dtype="float64")
@@ -688,8 +690,8 @@ def test_trial_ends_once_its_hard_fraction_passes_half():
     problem = Problem("quad", "phase_retrieval", eta=0.05, steps=200)
     ended = 0
     for delta, k in ((8.0, 0), (8.0, 1), (8.0, 3), (6.0, 0)):
-        full = run_trial(problem, delta, 200, k, cache=False, every=1)
-        short = run_trial(problem, delta, 200, k, cache=False, every=1, stop=True)
+        full = run_trial(problem, delta, 200, k, cache=False, every=1, paths=2500)   # the cases of eq. (4)'s paths
+        short = run_trial(problem, delta, 200, k, cache=False, every=1, stop=True, paths=2500)
         assert short.success == full.success
         above = [t for t, h in enumerate(full.hard_fraction) if h > 0.5]
         assert short.ended == (above[0] if above else None)

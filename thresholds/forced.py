@@ -151,20 +151,26 @@ core; since the compact whitening of dmft eq. (6b) forms residuals only for the 
 1.45x faster at m = 4 and 1.7x at m = 8, measured back to back on a loaded machine: 24.3 s -> 16.7 s at m = 4, 20k
 paths, tol 1e-3; 62.8 s -> 37.4 s at m = 8, 40k paths, tol 1e-2; the same law to 1e-14).
 
-Where eq. (4) is too few at m = 1 (measured, the default not changed).  The first term was set on escape counts pooled
+Where eq. (4) is too few: m = 1.  The first term was set on escape counts pooled
 over five setups at 30 trials per delta.  With 400 stratified trials per delta and 250-400 GD runs (quad, eta 0.05, 600
 steps; validation/reports/planted section 6h) the crossing with eq. (4)'s paths lies 7.5% / 6.2% / 3.7% above GD's
 at d = 200 / 400 / 800 (5.24 +- 0.06, 5.63 +- 0.06, 5.89 +- 0.04 against 4.88 +- 0.04, 5.30 +- 0.04, 5.68 +- 0.06:
 +5.1 / +4.7 / +3.0 combined s.e.).  There eq. (4) leaves the self-interaction of dmft eq. (6f) at
 
-    s = delta (r + m) / N = 0.08-0.19 at d = 200-400 (N = 2500, r = 38-87 sources), 0.05-0.08 at d = 800 (N = n),  (4e)
+    s = delta (r + m) / N = 0.08-0.19 at d = 200-400 (N = 2500, r = 38-87 sources), 0.05-0.08 at d = 800 (N = n),
 
 and it lowers escape: the same trials with 20000 paths (s <= 0.02) cross 0.58 +- 0.16 / 0.54 +- 0.15 / 0.28 +- 0.12
 lower (paired over 114 / 128 / 150 trials), at 4.79 / 5.26 / 5.67, -0.7 / -0.4 / -0.0 s.e. from GD.  The initial
-Gram (eq. (3)) changes nothing there (+0.000 +- 0.014 on 400 paired trials).  So at m = 1 and d <= 800 a prediction
-with eq. (4)'s paths reads high by 4-8%; ``thresholds nn --finite-paths 20000`` (or more, keeping (4e) at or under
-0.02) removes it.  Eq. (4) stays as it is until a rule that bounds (4e) is checked beyond quad at m = 1: N >= 4000
-delta (the d = inf law's paths, s = (r + m) / 4000) would cost an m = 1 prediction about 8x and an m = 2 one about 3x.
+Gram (eq. (3)) changes nothing there (+0.000 +- 0.014 on 400 paired trials).  gelu (eta 0.1, d = 200, 150 trials,
+delta 9-11) the same way: 10.62 +- 0.21 with eq. (4)'s paths against GD's 9.74 +- 0.28 (+2.5 s.e.), 20000 paths on
+the same trials 1.02 +- 0.33 lower, 9.60 +- 0.28 (-0.4).  So at m = 1 the default is now
+
+    N = max(n, N_s delta),   N_s = PATHS_PER_DELTA_SINGLE = 4000   (s = (r + 1) / 4000, about 0.02),          (4e)
+
+the paths per replica of the d = inf law of thresholds.nn (dmft eq. (6f)): 20000 at delta 5, the checked count.
+An m = 1 trial costs about the same (0.61 s against 0.55 s at d = 200, delta 5, one core: at m = 1 a step's fixed
+costs dominate).  Width m >= 2 keeps eq. (4) (not measured this way; m = 2 has 5000 paths, s of order 0.05-0.1).
+Records made before (4e) say so in their ``paths``.
 
 Source tolerance at large width.  The response noise biases the law by roughly -c r / N (r the sources opened;
 dmft eq. (6c)), and a trial costs O(N r T m), so fewer sources buy both.  The tolerance's own error grows with it:
@@ -242,6 +248,7 @@ from .problem import Problem
 
 PATHS_PER_NEURON = 2500       # eq. (4): paths per trial max(n, PATHS_PER_NEURON m, PATHS_PER_NEURON_PAIR m^2)
 PATHS_PER_NEURON_PAIR = 1250
+PATHS_PER_DELTA_SINGLE = 4000   # eq. (4e): at m = 1, max(n, PATHS_PER_DELTA_SINGLE delta) (self-interaction (r + 1) / 4000)
 PATHS_PER_NEURON_WIDE = 10000   # eq. (4b): paths per trial max(n, PATHS_PER_NEURON_WIDE m) at WIDE_SOURCE_TOL
 SOURCE_TOL = 1e-3   # the truncated source basis (dmft eq. (6b)): no finite-paths bias at long horizons
 WIDE_SOURCE_TOL = 1e-2   # eq. (4b): the source basis of trials at width m >= WIDE_FROM
@@ -471,8 +478,8 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "within 1.4 s.e. (6f). Paths per trial max(n, 2500 m, 1250 m^2) (eq. (4)): at m = 1 the escape counts of 20k "
          "paths (6e), but with 400 trials per delta quad m = 1 lies 7.5% / 6.2% / 3.7% above GD at d = 200 / 400 / 800 "
          "(+5.1 / +4.7 / +3.0 s.e.): eq. (4)'s paths leave a self-interaction delta (r + 1) / N of 0.05-0.19 (eq. (4e)), "
-         "and the same trials with --finite-paths 20000 land on GD (-0.7 / -0.4 / -0.0 s.e.; reports/planted 6h); use "
-         "it at m = 1. m = 2, 4 at d = 200 (2500 m paths): within 2 s.e. but quad high (+1.8, +1.6 s.e.), gelu m = 2 low "
+         "and the same trials with 20000 paths land on GD (-0.7 / -0.4 / -0.0 s.e.; gelu d = 200 +2.5 and -0.4; "
+         "reports/planted 6h): at m = 1 the default is now max(n, 4000 delta) paths (eq. (4e)). m = 2, 4 at d = 200 (2500 m paths): within 2 s.e. but quad high (+1.8, +1.6 s.e.), gelu m = 2 low "
          "(-1.9), m = 4 +1.1 (reports/planted/width section 7). m = 8 with 2500 m = 20k paths misses (quad d = 200: 3.25 "
          "against GD 2.99, +4.3 s.e.; d = 800: 3.66 against 3.43, +4.2; gelu d = 200: 5.58 against 5.11, +2.1): the d = inf "
          "bulk at m = 8 is not converged there (width section 8c); with eq. (4)'s 80k paths quad gives 3.04 against "
@@ -521,6 +528,7 @@ class ForcedPrediction:
                 "trials": self.trials, "pilot": self.trials if self.pilot is None else self.pilot,
                 "strata": self.strata,
                 "paths": (self.paths if self.paths is not None
+                          else f"max(n, {PATHS_PER_DELTA_SINGLE} delta)" if self.problem.m == 1
                           else f"max(n, {PATHS_PER_NEURON} m, {PATHS_PER_NEURON_PAIR} m^2)"),
                 "source_tol": self.source_tol,
                 "scope": self.scope,
@@ -539,8 +547,8 @@ def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None,
               source_tol: float = None) -> int:
     """``paths``; or ``per_sample`` paths per sample, ceil(per_sample delta d) (per_sample >= 1; at 1 the paths are
     the n samples and eq. (7b) adds no forcing); or by default eq. (4), max(n, PATHS_PER_NEURON m,
-    PATHS_PER_NEURON_PAIR m^2), and at ``source_tol`` = WIDE_SOURCE_TOL eq. (4b), max(n, PATHS_PER_NEURON_WIDE m)
-    (None: the default tolerance of width m)."""
+    PATHS_PER_NEURON_PAIR m^2), at m = 1 eq. (4e), max(n, PATHS_PER_DELTA_SINGLE delta), and at ``source_tol`` =
+    WIDE_SOURCE_TOL eq. (4b), max(n, PATHS_PER_NEURON_WIDE m) (None: the default tolerance of width m)."""
     if per_sample is not None:
         if paths is not None:
             raise ThresholdsError("give a number of paths or paths per sample, not both")
@@ -552,6 +560,8 @@ def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None,
     n = int(math.ceil(delta * d - 1e-9))
     if source_tol_for(m, source_tol) == WIDE_SOURCE_TOL:
         return max(PATHS_PER_NEURON_WIDE * int(m), n)
+    if int(m) == 1:   # eq. (4e)
+        return max(int(math.ceil(PATHS_PER_DELTA_SINGLE * delta - 1e-9)), n)
     return max(PATHS_PER_NEURON * int(m), PATHS_PER_NEURON_PAIR * int(m) ** 2, n)
 
 

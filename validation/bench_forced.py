@@ -29,7 +29,9 @@ Measured (validation/reports/planted section 6c):
 - now (the sequential design of thresholds.forced eq. (2p): 10 trials per delta in the search and at the ends, 40
   at the two around the crossing; Dask workers without MALLOC_TRIM_THRESHOLD_): 15 s for d = 400 (5.838 [5.642,
   6.033]), 16 s more for d = 800 (5.700 [5.526, 5.873] against GD 5.63 +- 0.10).  At m = 1 a trial is too short for
-  either change to show: the time is the cluster's start and the deltas' sequence.
+  either change to show: the time is the cluster's start and the deltas' sequence;
+- since thresholds.forced eq. (4e) (m = 1: max(n, 4000 delta) paths, 20000 at delta 5 against 2500): not re-run; one
+  trial at d = 200, delta 5, to the horizon, alone on a core: 0.61 s against 0.55 s with 2500 paths.
 
 The trials of a delta run on BENCH_WORKERS Dask processes (default 2, one per core; 0: in this process),
 as ``thresholds nn --dims`` runs them with ``--workers auto``.

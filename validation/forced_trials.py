@@ -242,7 +242,8 @@ def main(argv=None):
     ap.add_argument("--trials", type=int, default=40)
     ap.add_argument("--first", type=int, default=0, help="index of the first trial")
     ap.add_argument("--paths", type=int, default=None, help="paths per trial (default: thresholds.forced eq. (4), "
-                    "max(delta d, 2500 m, 1250 m^2) at source tolerance 1e-3, eq. (4b), max(delta d, 10000 m) at 1e-2)")
+                    "max(delta d, 2500 m, 1250 m^2) at source tolerance 1e-3, at m = 1 eq. (4e), max(delta d, 4000 delta), "
+                    "eq. (4b), max(delta d, 10000 m) at 1e-2)")
     ap.add_argument("--paths-per-sample", type=float, default=None,
                     help="paths per trial = ceil(R delta d) (R >= 1; R = 1: the paths are the samples, no added forcing)")
     ap.add_argument("--source-tol", type=float, default=None, help="thresholds.dmft eq. (6b) (default: thresholds.forced "
