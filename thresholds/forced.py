@@ -479,7 +479,8 @@ SCOPE = ("Forced DMFT trials (thresholds.forced): checked against GD at a fixed 
          "paths (6e), but with 400 trials per delta quad m = 1 lies 7.5% / 6.2% / 3.7% above GD at d = 200 / 400 / 800 "
          "(+5.1 / +4.7 / +3.0 s.e.): eq. (4)'s paths leave a self-interaction delta (r + 1) / N of 0.05-0.19 (eq. (4e)), "
          "and the same trials with 20000 paths land on GD (-0.7 / -0.4 / -0.0 s.e.; gelu d = 200 +2.5 and -0.4; "
-         "reports/planted 6h): at m = 1 the default is now max(n, 4000 delta) paths (eq. (4e)). m = 2, 4 at d = 200 (2500 m paths): within 2 s.e. but quad high (+1.8, +1.6 s.e.), gelu m = 2 low "
+         "reports/planted 6h): at m = 1 the default is now max(n, 4000 delta) paths (eq. (4e)). m = 2, 4 at d = 200 "
+         "(2500 m paths): within 2 s.e. but quad high (+1.8, +1.6 s.e.), gelu m = 2 low "
          "(-1.9), m = 4 +1.1 (reports/planted/width section 7). m = 8 with 2500 m = 20k paths misses (quad d = 200: 3.25 "
          "against GD 2.99, +4.3 s.e.; d = 800: 3.66 against 3.43, +4.2; gelu d = 200: 5.58 against 5.11, +2.1): the d = inf "
          "bulk at m = 8 is not converged there (width section 8c); with eq. (4)'s 80k paths quad gives 3.04 against "
@@ -561,7 +562,7 @@ def paths_for(delta: float, d: int, paths: int = None, per_sample: float = None,
     if source_tol_for(m, source_tol) == WIDE_SOURCE_TOL:
         return max(PATHS_PER_NEURON_WIDE * int(m), n)
     if int(m) == 1:   # eq. (4e)
-        return max(int(math.ceil(PATHS_PER_DELTA_SINGLE * delta - 1e-9)), n)
+        return max(math.ceil(PATHS_PER_DELTA_SINGLE * delta - 1e-9), n)
     return max(PATHS_PER_NEURON * int(m), PATHS_PER_NEURON_PAIR * int(m) ** 2, n)
 
 
