@@ -291,6 +291,14 @@ def paired_crossing(deltas, outcomes, *, resamples: int = 200, seed: int = 0):
         boot.append(logistic_crossing(deltas[keep], out[:, pick].sum(axis=1)[keep], n[keep])[0])
     boot = [b for b in boot if b is not None]
     if len(boot) >= 0.8 * resamples:
-        low, high = np.percentile(boot, [16, 84])
-        se = max(se, float(high - low) / 2)   # eq. (5)
+        se = max(se, half_range(boot))   # eq. (5)
     return c, se
+
+
+def half_range(values) -> float:
+    """Eq. (5) of :func:`paired_crossing`: half the central 68% range of bootstrap values, (x[84%] - x[16%]) / 2;
+    NaN without any."""
+    if len(values) == 0:
+        return math.nan
+    low, high = np.percentile(values, [16, 84])
+    return float(high - low) / 2

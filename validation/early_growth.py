@@ -1,5 +1,6 @@
 """GD's hard fraction against the forced DMFT trials' (thresholds.forced) step by step, and GD's success rate under
-finite-d variants: where the forced route's offset from GD at m = 1 comes from (width report section 9f).
+finite-d variants: where the forced route's offset from GD at m = 1 comes from (validation/reports/planted
+section 6h).
 
 Quad / phase retrieval (y = g^2, g = x . e_H), m = 1, mean-field GD with step eta on the square loss, from
 theta^0 ~ N(0, I_d / d).  In the linear regime of the hard coordinate M_H = theta . e_H both routes start from
@@ -33,11 +34,12 @@ draws them), so two variants are paired, and ``plain`` with seed k is validation
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
 import numpy as np
+
+from validation import records
 
 VARIANTS = ("plain", "rownorm", "fixed_norm0")
 EVERY = 25   # steps between the stored hard fractions (the forced records' spacing)
@@ -109,8 +111,7 @@ def early_table(gd: dict, forced: dict, steps=(0, 25, 50, 100)) -> list[str]:
 def forced_rows(path: Path, delta: float) -> dict:
     """d -> (trials, k) hard fractions of the forced records at ``delta``."""
     by_d = {}
-    for line in path.read_text().splitlines():
-        r = json.loads(line)
+    for r in records.read(path):
         if float(r["delta"]) == delta and int(r.get("every", EVERY)) == EVERY:
             by_d.setdefault(int(r["d"]), []).append(r["hard_fraction"])
     return {d: np.array(v) for d, v in by_d.items()}
@@ -139,12 +140,11 @@ def main(argv=None):
         return
     (d,) = dims
     done = 0
-    with open(args.out, "a") as f:
-        for k in range(args.first, args.first + args.runs):
-            hf = numpy_gd(d, args.delta, k, args.variant)
-            done += hf[-1] > 0.5
-            f.write(json.dumps({"d": d, "delta": args.delta, "variant": args.variant, "seed": k, "hard_fraction": hf,
-                                "success": bool(hf[-1] > 0.5)}) + "\n")
+    for k in range(args.first, args.first + args.runs):
+        hf = numpy_gd(d, args.delta, k, args.variant)
+        done += hf[-1] > 0.5
+        records.append(args.out, {"d": d, "delta": args.delta, "variant": args.variant, "seed": k, "hard_fraction": hf,
+                                  "success": bool(hf[-1] > 0.5)})
     p = done / args.runs
     print(f"{args.variant}, d = {d}, delta {args.delta:g}: {done} / {args.runs} = {p:.3f} +- "
           f"{math.sqrt(p * (1 - p) / args.runs):.3f}")

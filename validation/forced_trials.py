@@ -190,7 +190,7 @@ def paired_against(rows, other, resamples: int = 1000, seed: int = 0) -> list[st
     trial k keeps its initial overlap and forcing seed in either, so the two are paired per trial): rates, the two
     logistic crossings, their difference with the s.e. of one bootstrap over trials (each keeps its outcomes in both
     records, eq. (5) of thresholds.crossing for the spread), and the discordant outcomes."""
-    from thresholds.crossing import logistic_crossing
+    from thresholds.crossing import half_range, logistic_crossing
     wins = [{(int(r["d"]), float(r["delta"]), int(r["trial"])): bool(r["success"]) for r in rs} for rs in (rows, other)]
     lines = [("| d | trials | delta | rates, this | rates, other | crossing, this | other | other - this | "
               "discordant (this only / other only) |"), "|---|---|---|---|---|---|---|---|---|"]
@@ -213,7 +213,7 @@ def paired_against(rows, other, resamples: int = 1000, seed: int = 0) -> list[st
             if x is not None and y is not None:
                 boot.append((x, y))
         boot = np.array(boot).reshape(-1, 2)
-        diff = "-" if ca is None or cb is None else f"{cb - ca:+.3f} +- {_half_range(boot[:, 1] - boot[:, 0]):.3f}"
+        diff = "-" if ca is None or cb is None else f"{cb - ca:+.3f} +- {half_range(boot[:, 1] - boot[:, 0]):.3f}"
         lines.append(f"| {d} | {len(trials)} | {', '.join(f'{x:g}' for x in deltas)} | "
                      f"{' / '.join(f'{v:.2f}' for v in a.mean(axis=1))} | {' / '.join(f'{v:.2f}' for v in b.mean(axis=1))} | "
                      f"{_with_spread(ca, boot[:, 0])} | {_with_spread(cb, boot[:, 1])} | {diff} | "
@@ -221,13 +221,9 @@ def paired_against(rows, other, resamples: int = 1000, seed: int = 0) -> list[st
     return lines
 
 
-def _half_range(values) -> float:
-    """Half the central 68% range of bootstrap values (thresholds.crossing eq. (5)); NaN without any."""
-    return (np.percentile(values, 84) - np.percentile(values, 16)) / 2 if len(values) else math.nan
-
-
 def _with_spread(value, boot) -> str:
-    return "not bracketed" if value is None else f"{value:.3f} +- {_half_range(boot):.3f}"
+    from thresholds.crossing import half_range
+    return "not bracketed" if value is None else f"{value:.3f} +- {half_range(boot):.3f}"
 
 
 def main(argv=None):
